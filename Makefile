@@ -1,0 +1,29 @@
+# Set-up is part of every target: the first run creates .venv and installs the package with its tests.
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLE := data/rounds.csv
+
+.PHONY: audit test sample clean
+
+$(BIN)/baccarat-audit: pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@
+
+## Audit the bundled sample log into out/sample and show what was found (exit 1 = findings, expected here).
+audit: $(BIN)/baccarat-audit
+	$(BIN)/baccarat-audit audit $(SAMPLE) --out out/sample; status=$$?; \
+	  echo "baccarat-audit exited $$status (0 clean, 1 findings or quarantine, 2 could not run)"; \
+	  test $$status -le 1
+
+## Run the whole test suite.
+test: $(BIN)/baccarat-audit
+	$(BIN)/pytest
+
+## Deal the bundled sample again (same seed, same rounds).
+sample: $(BIN)/baccarat-audit
+	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --out data
+
+clean:
+	rm -rf $(VENV) out

@@ -1,0 +1,118 @@
+"""The command line: parse arguments, call the library, turn errors into documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline import audit as audit_run
+from pipeline import explain as explain_round
+from pipeline import generate as generator
+from pipeline import ingest
+from pipeline.errors import EXIT_CANNOT_RUN, InputError
+
+app = typer.Typer(
+    help="Replay punto banco round logs and flag every departure from the procedure.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+SHOWN = 8  # findings printed by `audit`; all of them are in findings.parquet
+
+
+def _fail(error: InputError) -> typer.Exit:
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(error.exit_code)
+
+
+@app.command()
+def audit(
+    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
+    out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
+) -> None:
+    """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
+    try:
+        result = audit_run.audit(rounds, out)
+    except InputError as error:
+        raise _fail(error) from None
+    s = result.summary
+    typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
+               f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
+    for check, count in s["findings"].items():
+        if count:
+            typer.echo(f"  {check:<16} {count}")
+    for check, state in s["checks"].items():
+        if state != "ran":
+            typer.echo(f"  {check:<16} {state}")
+    shown = audit_run.first_findings(result, SHOWN)
+    for finding in shown:
+        typer.echo(f"  row {finding['source_row']} round {finding['round_id']}: {finding['check']}: "
+                   f"{finding['detail']}")
+    if sum(s["findings"].values()) > len(shown):
+        typer.echo("  ... the rest in findings.parquet")
+    typer.echo(f"Written to {out}/: findings.parquet, quarantine.parquet, summary.json")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def explain(
+    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
+    round_id: Annotated[str, typer.Argument(metavar="ROUND_ID", help="The round to replay.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
+) -> None:
+    """Replay one round step by step and set each recorded value beside the replayed one."""
+    try:
+        rows = ingest.rounds_with_id(rounds, round_id)
+    except InputError as error:
+        raise _fail(error) from None
+    if not rows:
+        typer.echo(f"error: {rounds}: no row has round_id {round_id!r}", err=True)
+        raise typer.Exit(EXIT_CANNOT_RUN)
+    explained, rejected = [], []
+    for row in rows:
+        if row["reject"] is not None:
+            rejected.append({"round_id": round_id, "source_row": row["source_row"], "quarantined": row["reject"]})
+        else:
+            explained.append(explain_round.explain(row))
+    if as_json:
+        typer.echo(json.dumps(explained + rejected, indent=2))
+    else:
+        texts = [explain_round.render(e) for e in explained]
+        texts += [f"Round {r['round_id']} (row {r['source_row']}) is quarantined: {r['quarantined']}"
+                  for r in rejected]
+        typer.echo("\n\n".join(texts))
+
+
+@app.command()
+def generate(
+    rounds: Annotated[int, typer.Option(help="Number of rounds to deal.", min=1)],
+    out: Annotated[Path, typer.Option(help="Directory for rounds.csv, rounds.parquet, faults.csv.")],
+    seed: Annotated[int, typer.Option(help="Seed of the shuffle and the faults.")] = 1,
+    fault_rate: Annotated[float, typer.Option(help="Share of rounds given one fault.", min=0, max=1)] = 0.0,
+    tables: Annotated[int, typer.Option(help="Tables the rounds are spread over.", min=1)] = 4,
+    decks: Annotated[int, typer.Option(help="Decks in each shoe.", min=1)] = 8,
+) -> None:
+    """Deal shoe-faithful rounds into a round log, with faults injected at FAULT_RATE."""
+    log = generator.generate(rounds, seed, fault_rate, tables, decks)
+    paths = generator.write(log, out)
+    typer.echo(f"{len(log.rows)} rounds ({len(log.faults)} faulted) written to "
+               f"{paths['csv']}, {paths['parquet']}; faults in {paths['faults']}")
+
+
+def main() -> None:
+    """Entry point: usage errors become one line on stderr and exit 2, like every other failure."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
+        typer.echo(f"error: {error.format_message()}", err=True)
+        code = EXIT_CANNOT_RUN
+    except typer.Abort:
+        typer.echo("error: interrupted", err=True)
+        code = EXIT_CANNOT_RUN
+    sys.exit(code or 0)

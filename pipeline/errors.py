@@ -1,0 +1,13 @@
+"""Errors that stop a run, each with the exit code the README documents."""
+
+from __future__ import annotations
+
+EXIT_CLEAN = 0
+EXIT_FLAGGED = 1
+EXIT_CANNOT_RUN = 2
+
+
+class InputError(Exception):
+    """The input cannot be audited at all. The message is one line naming file and column or row."""
+
+    exit_code = EXIT_CANNOT_RUN

@@ -1,0 +1,87 @@
+"""Explain one round step by step, the way a dispute is checked by hand, from the scalar replay."""
+
+from __future__ import annotations
+
+from pipeline import cards, ingest, tableau
+from pipeline.coup import replay
+
+
+def _range_text(values: frozenset[int]) -> str:
+    return ", ".join(map(str, sorted(values))) or "nothing"
+
+
+def explain(row: dict) -> dict:
+    """The replay of one parsed round-log row as steps and recorded-vs-replayed comparisons.
+
+    `row` holds the raw text columns and the parsed `*_code_*` card codes of `ingest.parse_rounds`.
+    """
+    code = {f"{h}_{i}": row[f"{h}_code_{i}"] for h in ("player", "banker") for i in (1, 2, 3)}
+    value = {k: None if c is None else cards.value_of(c) for k, c in code.items()}
+    shown = {k: "-" if c is None else f"{cards.name(c)} ({cards.value_of(c)})" for k, c in code.items()}
+    coup = replay(*(value[k] for k in ("player_1", "banker_1", "player_2", "banker_2", "player_3", "banker_3")))
+    steps = [
+        f"Opening cards in deal order: Player {shown['player_1']}, Banker {shown['banker_1']}, "
+        f"Player {shown['player_2']}, Banker {shown['banker_2']}.",
+        f"Opening totals: Player {coup.player_opening}, Banker {coup.banker_opening}.",
+    ]
+    if coup.natural:
+        steps.append("Natural (8 or 9 on two cards): nobody draws; the coup ends here.")
+    else:
+        steps.append("No natural.")
+        rule = "draws on 0-5" if coup.player_must_draw else "stands on 6-7"
+        steps.append(f"Player on {coup.player_opening} {rule}: Player must "
+                     f"{'draw' if coup.player_must_draw else 'stand'}.")
+    steps.append(f"Player {'drew ' + shown['player_3'] if coup.player_drew else 'stood'} "
+                 f"({'as required' if coup.player_drew == coup.player_must_draw else 'CONTRARY TO THE TABLEAU'}).")
+    if not coup.natural:
+        if value["player_3"] is None:
+            steps.append(f"Player stood, so Banker draws on 0-5 and stands on 6-7: Banker on "
+                         f"{coup.banker_opening} must {'draw' if coup.banker_must_draw else 'stand'}.")
+        else:
+            draws_on = tableau.BANKER_DRAWS_AGAINST_THIRD_CARD[coup.banker_opening]
+            steps.append(
+                f"Player drew, so the tableau row for Banker {coup.banker_opening} applies: Banker draws "
+                f"when Player's third card counts {_range_text(draws_on)}. Player's third card counts "
+                f"{value['player_3']}: Banker must {'draw' if coup.banker_must_draw else 'stand'}."
+            )
+    steps.append(f"Banker {'drew ' + shown['banker_3'] if coup.banker_drew else 'stood'} "
+                 f"({'as required' if coup.banker_drew == coup.banker_must_draw else 'CONTRARY TO THE TABLEAU'}).")
+    steps.append(f"Final totals of the cards dealt: Player {coup.player_final}, Banker {coup.banker_final}: "
+                 f"{'a tie' if coup.result == 'TIE' else coup.result.lower() + ' wins'}.")
+    compared = [
+        ("Player draw", "draw" if coup.player_must_draw else "stand", "draw" if coup.player_drew else "stand"),
+        ("Banker draw", "draw" if coup.banker_must_draw else "stand", "draw" if coup.banker_drew else "stand"),
+        ("player_total", str(coup.player_final), row.get("player_total")),
+        ("banker_total", str(coup.banker_final), row.get("banker_total")),
+        ("outcome", coup.result, row.get("outcome")),
+    ]
+    comparisons = [
+        {"field": field, "replayed": replayed, "recorded": recorded,
+         "agrees": None if recorded is None else _agrees(field, replayed, recorded)}
+        for field, replayed, recorded in compared
+    ]
+    return {
+        "round_id": row["round_id"],
+        "source_row": row["source_row"],
+        "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
+        "replay": coup.__dict__,
+        "steps": steps,
+        "comparisons": comparisons,
+    }
+
+
+def _agrees(field: str, replayed: str, recorded: str) -> bool:
+    if field == "outcome":
+        return ingest.outcome_spellings().get(recorded.strip().upper()) == replayed
+    return recorded.strip() == replayed
+
+
+def render(explanation: dict) -> str:
+    """The explanation as plain text for a terminal."""
+    lines = [f"Round {explanation['round_id']} (row {explanation['source_row']})"]
+    lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
+    lines.append("  Recorded against replayed:")
+    for c in explanation["comparisons"]:
+        mark = {True: "ok", False: "MISMATCH", None: "not recorded"}[c["agrees"]]
+        lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+"""Findings: one row per (round, failed check), built from the check columns in a single pass."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.checks import CHECKS
+
+#: Where a finding sits: carried from the round log into every finding.
+PLACE_COLUMNS = ("source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at")
+FINDING_COLUMNS = (*PLACE_COLUMNS, "check", "expected", "recorded", "detail")
+FINDINGS_SCHEMA = {
+    "source_row": pl.UInt32, **{c: pl.String for c in FINDING_COLUMNS if c != "source_row"}
+}
+
+
+def round_findings(replayed: pl.LazyFrame) -> pl.LazyFrame:
+    """Every failed check of every replayed round, in log order and check order."""
+    per_check = [
+        pl.when(check.flag).then(
+            pl.struct(
+                check=pl.lit(check.code),
+                expected=check.expected,
+                recorded=check.recorded,
+                detail=check.detail,
+            )
+        )
+        for check in CHECKS
+    ]
+    return (
+        replayed.select(*PLACE_COLUMNS, found=pl.concat_list(per_check).list.drop_nulls())
+        .filter(pl.col("found").list.len() > 0)
+        .explode("found")
+        .unnest("found")
+        .cast(FINDINGS_SCHEMA)
+    )

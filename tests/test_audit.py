@@ -1,0 +1,99 @@
+"""The audit run on real files: generated shoes, and a hand-written log with every notation."""
+
+import json
+
+import polars as pl
+import pytest
+
+from conftest import ASSETS
+from pipeline import audit
+
+
+def _findings(out):
+    return pl.read_parquet(out / "findings.parquet")
+
+
+def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
+    result = audit.audit(clean_log["parquet"], tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary == result.summary
+    assert summary["rows_read"] == summary["rounds_audited"] == 6000
+    assert summary["rows_quarantined"] == summary["rounds_flagged"] == 0
+    assert set(summary["findings"].values()) == {0}
+    assert _findings(tmp_path).height == 0
+    assert pl.read_parquet(tmp_path / "quarantine.parquet").height == 0
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("form", ["csv", "parquet"])
+def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_path, form):
+    result = audit.audit(faulted_log[form], tmp_path)
+    faults = pl.read_csv(faulted_log["faults"])
+    findings = _findings(tmp_path)
+    assert faults.height > 200
+    assert set(faults.iter_rows()) == set(findings.select("round_id", "check").iter_rows())
+    # Every copy of a duplicated round_id is flagged, not only the second.
+    duplicates = findings.filter(pl.col("check") == "DUPLICATE_ROUND")
+    assert duplicates.height == 2 * faults.filter(pl.col("check") == "DUPLICATE_ROUND").height
+    assert findings.filter(pl.col("check") != "DUPLICATE_ROUND").height == faults.height - duplicates.height // 2
+    assert result.exit_code == 1
+    assert result.summary["findings"] == dict(findings.group_by("check").len().iter_rows()) | {
+        code: 0 for code in result.summary["findings"] if code not in set(findings["check"])
+    }
+
+
+def test_csv_and_parquet_give_identical_findings(faulted_log, tmp_path):
+    audit.audit(faulted_log["csv"], tmp_path / "csv")
+    audit.audit(faulted_log["parquet"], tmp_path / "parquet")
+    assert _findings(tmp_path / "csv").equals(_findings(tmp_path / "parquet"))
+
+
+def test_hand_written_log_with_every_notation(tmp_path):
+    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path)
+    findings = _findings(tmp_path)
+    assert sorted(findings.select("source_row", "round_id", "check").iter_rows()) == [
+        (1, "R1", "DUPLICATE_ROUND"),
+        (2, "R2", "BANKER_DRAW"),
+        (3, "R3", "OUTCOME"),
+        (4, "R4", "PLAYER_DRAW"),
+        (4, "R4", "PLAYER_TOTAL"),
+        (5, "R5", "OUTCOME"),
+        (10, "R1", "DUPLICATE_ROUND"),
+        (12, "R11", "PLAYER_DRAW"),
+    ]
+    r4_total = findings.filter(pl.col("check") == "PLAYER_TOTAL").row(0, named=True)
+    assert (r4_total["expected"], r4_total["recorded"]) == ("4", "15")
+    r2 = findings.filter(pl.col("round_id") == "R2").row(0, named=True)
+    assert r2["detail"].startswith("Player's third card 2S counts 2 and Banker opened on 4")
+    assert r2["detail"].endswith("Banker must draw, but stood.")
+
+    quarantine = pl.read_parquet(tmp_path / "quarantine.parquet")
+    assert quarantine.select("source_row", "reason").rows() == [
+        (6, "player_card_1 'XX' is not a card"),
+        (7, "round_id is empty"),
+        (8, "banker_card_1 is empty"),
+        (9, "player_card_3 'ZZ' is not a card"),
+    ]
+    assert quarantine["player_card_1"].to_list() == ["XX", "9S", "9S", "2S"]
+    s = result.summary
+    assert (s["rows_read"], s["rounds_audited"], s["rows_quarantined"], s["rounds_flagged"]) == (12, 8, 4, 7)
+    assert s["rows_read"] == s["rounds_audited"] + s["rows_quarantined"]
+    assert s["findings"] == {"PLAYER_DRAW": 2, "BANKER_DRAW": 1, "PLAYER_TOTAL": 1, "BANKER_TOTAL": 0,
+                             "OUTCOME": 2, "DUPLICATE_ROUND": 2}
+
+
+def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).drop("outcome", "banker_total")
+    log.write_parquet(tmp_path / "no_outcome.parquet")
+    result = audit.audit(tmp_path / "no_outcome.parquet", tmp_path / "out")
+    assert result.summary["checks"]["OUTCOME"] == "skipped: the log has no outcome column"
+    assert result.summary["checks"]["BANKER_TOTAL"] == "skipped: the log has no banker_total column"
+    assert result.summary["checks"]["PLAYER_TOTAL"] == "ran"
+    assert result.summary["findings"]["OUTCOME"] == 0
+
+
+def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_log, tmp_path):
+    audit.audit(faulted_log["parquet"], tmp_path)
+    audit.audit(clean_log["parquet"], tmp_path)
+    assert _findings(tmp_path).height == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["findings.parquet", "quarantine.parquet", "summary.json"]

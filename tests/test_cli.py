@@ -1,0 +1,104 @@
+"""The command line on real files: exit codes, one-line errors, explain and generate."""
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ASSETS
+from pipeline.cli import app
+
+runner = CliRunner()
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_audit_of_a_clean_log_exits_0(clean_log, tmp_path):
+    result = run("audit", clean_log["csv"], "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "6000 rounds audited, 0 quarantined, 0 rounds flagged" in result.output
+
+
+def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
+    result = run("audit", ASSETS / "mixed_notation.csv", "--out", tmp_path)
+    assert result.exit_code == 1
+    assert "4 quarantined, 7 rounds flagged" in result.output
+    assert "PLAYER_DRAW      2" in result.output
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing.csv", "missing.csv: no such file"),
+        (lambda d: d, "not a file"),
+        (lambda d: _write(d / "empty.csv", ""), "the file is empty"),
+        (lambda d: _write(d / "log.json", "{}"), "neither CSV (.csv) nor Parquet"),
+        (lambda d: _write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),
+         "required column banker_card_1, player_card_2"),
+    ],
+)
+def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
+    path = make(tmp_path)
+    completed = subprocess.run(
+        [sys.executable, "-c", "from pipeline.cli import main; main()", "audit", str(path), "--out",
+         str(tmp_path / "out")],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr.count("\n") == 1 and message in completed.stderr, completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_unknown_option_is_one_line_and_exit_2(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-c", "from pipeline.cli import main; main()", "audit", "x.csv", "--bogus"],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == "error: No such option: --bogus (Possible options: --out)\n"
+
+
+def test_explain_walks_the_tableau_and_compares_recorded_values():
+    result = run("explain", ASSETS / "mixed_notation.csv", "R2")
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "Opening cards in deal order: Player KS (0), Banker 10C (0), Player 5H (5), Banker 4D (4)." in text
+    assert "the tableau row for Banker 4 applies: Banker draws when Player's third card counts 2, 3, 4, 5, 6, 7" in text
+    assert "Banker stood (CONTRARY TO THE TABLEAU)." in text
+    assert "Banker draw   replayed draw    recorded stand   MISMATCH" in text
+
+
+def test_explain_json_shows_every_copy_of_a_duplicate_and_quarantined_rows():
+    explained = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R1", "--json").output)
+    assert [e["source_row"] for e in explained] == [1, 10]
+    assert explained[0]["replay"]["natural"] is True
+    assert {c["field"]: c["agrees"] for c in explained[0]["comparisons"]}["outcome"] is True
+    quarantined = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R9", "--json").output)
+    assert quarantined == [{"round_id": "R9", "source_row": 9, "quarantined": "player_card_3 'ZZ' is not a card"}]
+
+
+def test_explain_of_an_unknown_round_exits_2():
+    result = run("explain", ASSETS / "mixed_notation.csv", "NOPE")
+    assert result.exit_code == 2
+
+
+def test_generate_writes_the_same_rounds_as_csv_and_parquet(tmp_path):
+    result = run("generate", "--rounds", 500, "--seed", 3, "--fault-rate", 0.1, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    csv = pl.read_csv(tmp_path / "rounds.csv", schema_overrides={"hand_no": pl.Int32,
+                                                                  "player_total": pl.Int8,
+                                                                  "banker_total": pl.Int8})
+    assert csv.equals(pl.read_parquet(tmp_path / "rounds.parquet"))
+    assert csv.height == 500
+    assert pl.read_csv(tmp_path / "faults.csv").height > 20
