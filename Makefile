@@ -1,7 +1,7 @@
 # Set-up is part of every target: the first run creates .venv and installs the package with its tests.
 VENV := .venv
 BIN := $(VENV)/bin
-SAMPLE := data/rounds.csv
+SAMPLE := data/rounds.csv --bets data/bets.csv
 
 .PHONY: audit test sample clean
 
@@ -11,7 +11,7 @@ $(BIN)/baccarat-audit: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $@
 
-## Audit the bundled sample log into out/sample and show what was found (exit 1 = findings, expected here).
+## Audit the bundled sample log and its bets into out/sample and show what was found (exit 1 = findings, expected here).
 audit: $(BIN)/baccarat-audit
 	$(BIN)/baccarat-audit audit $(SAMPLE) --out out/sample; status=$$?; \
 	  echo "baccarat-audit exited $$status (0 clean, 1 findings or quarantine, 2 could not run)"; \
@@ -23,7 +23,8 @@ test: $(BIN)/baccarat-audit
 
 ## Deal the bundled sample again (same seed, same rounds).
 sample: $(BIN)/baccarat-audit
-	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --out data
+	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --bets \
+	  --profile standard --profile super-6 --profile ez-baccarat --profile tie-9 --out data
 
 clean:
 	rm -rf $(VENV) out

@@ -1,8 +1,8 @@
-"""The audit run: ingest -> replay -> checks -> findings, written to an output directory.
+"""The audit run: ingest -> replay -> checks -> findings (and settlement), written to a directory.
 
-All row work is lazy polars; the three outputs (findings, quarantine, counts) come from one scan
-through `pl.collect_all`. Files are written under a temporary name and moved into place, so a run that
-dies never leaves a findings file that looks complete.
+All row work is lazy polars; every output comes from one plan through `pl.collect_all`. Files are
+written under a temporary name and moved into place, so a run that dies never leaves a findings file
+that looks complete, and a re-run replaces the previous result.
 """
 
 from __future__ import annotations
@@ -18,17 +18,18 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__, cards, ingest
+from pipeline import __version__, cards, ingest, profiles, settlement
 from pipeline.checks import CHECKS, CODES
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
-from pipeline.findings import round_findings
+from pipeline.findings import FINDINGS_SCHEMA, round_findings
 from pipeline.replay import replay
 
-QUARANTINE_COLUMNS = ("source_row", *ingest.contract("round_log")["columns"], "reason")
+QUARANTINE_COLUMNS = ("source_row", *ingest.contract("round_log")["columns"])
+OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "summary.json")
 
 
 def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
-    """Rows fit to replay, with card values in place of card codes, replayed."""
+    """Rows fit to replay, with card values beside their codes, replayed."""
     values = {c.replace("_card", ""): cards.value_expr(pl.col(ingest.code_column(c)))
               for c in ingest.CARD_COLUMNS}
     return replay(parsed.filter(pl.col("reject").is_null()).with_columns(**values))
@@ -42,6 +43,21 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def profiles_in(log: ingest.Log, default: str) -> list[str]:
+    """The profiles a run needs: the default and every name in the log's `profile` column, all known."""
+    profiles.load(default)
+    names = {default}
+    if "profile" in log.columns:
+        found = ingest.collect(log.path, [log.frame.select(pl.col("profile").drop_nulls().unique())])[0]
+        for name in found["profile"]:
+            try:
+                profiles.load(name)
+            except InputError as error:
+                raise InputError(f"{log.path}: column profile: {error}") from None
+            names.add(name)
+    return sorted(names)
+
+
 @dataclass(frozen=True)
 class Result:
     summary: dict
@@ -52,60 +68,88 @@ class Result:
         return self.summary["exit_code"]
 
 
-def audit(rounds: Path, out_dir: Path) -> Result:
-    """Audit one round log into `out_dir` (findings.parquet, quarantine.parquet, summary.json)."""
-    rounds = Path(rounds)
+def audit(rounds: Path, out_dir: Path, bets: Path | None = None, profile: str = profiles.DEFAULT) -> Result:
+    """Audit a round log (and optionally its bets) into `out_dir`."""
     started = datetime.now(UTC)
-    log = ingest.scan(rounds, "round_log")
-    parsed = ingest.parse_rounds(log.frame)
-    # Checks that read a column the file does not have are reported as skipped, not passed.
-    checks_ran = {
-        c.code: "ran" if c.needs is None or c.needs in log.columns
-        else f"skipped: the log has no {c.needs} column"
-        for c in CHECKS
-    }
-    quarantine = parsed.filter(pl.col("reject").is_not_null()).select(
-        *QUARANTINE_COLUMNS[:-1], reason=pl.col("reject")
-    )
-    counts = parsed.select(
-        rows_read=pl.len(), rows_quarantined=pl.col("reject").is_not_null().sum()
-    )
+    log = ingest.scan(Path(rounds), "round_log")
+    bet_log = ingest.scan(Path(bets), "bet_log") if bets is not None else None
+    names = profiles_in(log, profile)
+    parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(profile))
+    rejected = pl.col("reject").is_not_null()
+    quarantine = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
+    replayed = replayable(parsed)
+    findings = round_findings(replayed)
+    plans = {"rounds": parsed.select(rows_read=pl.len(), rows_quarantined=rejected.sum())}
+    if bet_log is not None:
+        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed),
+                                    parsed.filter(rejected), names)
+        findings = pl.concat([findings, settlement.bet_findings(settled).cast(FINDINGS_SCHEMA)])
+        plans["bets"] = settlement.bet_counts(settled)
+        bets_quarantine = settled.filter(pl.col("reject").is_not_null()).select(
+            *settlement.BET_COLUMNS, reason=pl.col("reject"))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
-        _, _, counted = ingest.collect(
-            log.path,
-            [
-                round_findings(replayable(parsed)).sink_parquet(staging / "findings.parquet", lazy=True),
-                quarantine.sink_parquet(staging / "quarantine.parquet", lazy=True),
-                counts,
-            ],
-        )
-        findings = pl.read_parquet(staging / "findings.parquet")
-        by_check = dict(findings.group_by("check").len().iter_rows())
-        summary = {
-            "tool": {"name": "baccarat-audit", "version": __version__},
-            "started_at": started.isoformat(timespec="seconds"),
-            "inputs": [{"role": "rounds", "path": str(rounds), "format": log.format,
-                        "sha256": sha256(rounds)}],
-            "rules": {"contract": "schemas/round_log.json",
-                      "contract_sha256": sha256(ingest.SCHEMAS / "round_log.json")},
-            "rows_read": counted["rows_read"][0],
-            "rounds_audited": counted["rows_read"][0] - counted["rows_quarantined"][0],
-            "rows_quarantined": counted["rows_quarantined"][0],
-            "rounds_flagged": findings["source_row"].n_unique(),
-            "findings": {code: by_check.get(code, 0) for code in CODES},
-            "checks": checks_ran,
-        }
-        flagged = summary["rounds_flagged"] or summary["rows_quarantined"]
-        summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN
+        sinks = [findings.sink_parquet(staging / "findings.parquet", lazy=True),
+                 quarantine.sink_parquet(staging / "quarantine.parquet", lazy=True)]
+        if bet_log is not None:
+            sinks.append(bets_quarantine.sink_parquet(staging / "bets_quarantine.parquet", lazy=True))
+        counted = dict(zip(plans, ingest.collect(log.path, [*sinks, *plans.values()])[len(sinks):]))
+        summary = _summary(started, log, bet_log, names, counted, pl.read_parquet(staging / "findings.parquet"))
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        for name in ("findings.parquet", "quarantine.parquet", "summary.json"):
-            os.replace(staging / name, out_dir / name)
+        for name in OUTPUTS:
+            if (staging / name).exists():
+                os.replace(staging / name, out_dir / name)
+            elif (out_dir / name).exists():
+                (out_dir / name).unlink()  # left by an earlier run with other inputs
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
+
+
+def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
+             counted: dict[str, pl.DataFrame], findings: pl.DataFrame) -> dict:
+    rounds = counted["rounds"].row(0, named=True)
+    by_check = dict(findings.group_by("check").len().iter_rows())
+    codes = CODES + (("SETTLEMENT",) if bet_log is not None else ())
+    inputs = [{"role": "rounds", "path": str(log.path), "format": log.format, "sha256": sha256(log.path)}]
+    summary = {
+        "tool": {"name": "baccarat-audit", "version": __version__},
+        "started_at": started.isoformat(timespec="seconds"),
+        "inputs": inputs,
+        "rules": {
+            "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
+            "profiles": {name: profiles.load(name).sha256 for name in names},
+        },
+        "rows_read": rounds["rows_read"],
+        "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],
+        "rows_quarantined": rounds["rows_quarantined"],
+        "rounds_flagged": findings.filter(pl.col("source") == "rounds")["source_row"].n_unique(),
+        "findings": {code: by_check.get(code, 0) for code in codes},
+        "checks": {
+            c.code: "ran" if c.needs is None or c.needs in log.columns
+            else f"skipped: the log has no {c.needs} column"
+            for c in CHECKS
+        },
+    }
+    flagged = summary["rounds_flagged"] or summary["rows_quarantined"]
+    if bet_log is not None:
+        bet = counted["bets"].row(0, named=True)
+        inputs.append({"role": "bets", "path": str(bet_log.path), "format": bet_log.format,
+                       "sha256": sha256(bet_log.path)})
+        summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
+        summary |= {
+            "bets_read": bet["bets_read"],
+            "bets_settled": bet["bets_read"] - bet["bets_quarantined"],
+            "bets_quarantined": bet["bets_quarantined"],
+            "bets_flagged": bet["bets_flagged"],
+            "overpaid": settlement.e12_text(bet["overpaid_e12"] or 0),
+            "underpaid": settlement.e12_text(bet["underpaid_e12"] or 0),
+        }
+        flagged = flagged or bet["bets_flagged"] or bet["bets_quarantined"]
+    summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN
+    return summary
 
 
 def first_findings(result: Result, count: int) -> list[dict]:

@@ -12,7 +12,7 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import ingest
+from pipeline import ingest, odds as exact_odds, profiles
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
 
 app = typer.Typer(
@@ -31,19 +31,30 @@ def _fail(error: InputError) -> typer.Exit:
     return typer.Exit(error.exit_code)
 
 
+BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV or Parquet: settle every bet too.")]
+ProfileOption = Annotated[str, typer.Option(
+    help="Rules profile (schemas/profiles/NAME.toml) for rounds without a profile column value.")]
+
+
 @app.command()
 def audit(
     rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
     out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
+    bets: BetsOption = None,
+    profile: ProfileOption = profiles.DEFAULT,
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
     try:
-        result = audit_run.audit(rounds, out)
+        result = audit_run.audit(rounds, out, bets=bets, profile=profile)
     except InputError as error:
         raise _fail(error) from None
     s = result.summary
     typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
                f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
+    if "bets_read" in s:
+        typer.echo(f"{s['bets_read']} bets read: {s['bets_settled']} settled, {s['bets_quarantined']} "
+                   f"quarantined, {s['bets_flagged']} wrongly paid (overpaid {s['overpaid']}, "
+                   f"underpaid {s['underpaid']}).")
     for check, count in s["findings"].items():
         if count:
             typer.echo(f"  {check:<16} {count}")
@@ -56,7 +67,8 @@ def audit(
                    f"{finding['detail']}")
     if sum(s["findings"].values()) > len(shown):
         typer.echo("  ... the rest in findings.parquet")
-    typer.echo(f"Written to {out}/: findings.parquet, quarantine.parquet, summary.json")
+    written = [name for name in audit_run.OUTPUTS if (out / name).exists()]
+    typer.echo(f"Written to {out}/: {', '.join(written)}")
     raise typer.Exit(result.exit_code)
 
 
@@ -65,10 +77,17 @@ def explain(
     rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
     round_id: Annotated[str, typer.Argument(metavar="ROUND_ID", help="The round to replay.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
+    bets: BetsOption = None,
+    profile: ProfileOption = profiles.DEFAULT,
 ) -> None:
     """Replay one round step by step and set each recorded value beside the replayed one."""
     try:
-        rows = ingest.rounds_with_id(rounds, round_id)
+        profiles.load(profile)
+        rows = ingest.rows_for_round(rounds, "round_log", round_id)
+        bet_rows = ingest.rows_for_round(bets, "bet_log", round_id) if bets else []
+        for row in rows:
+            row["profile"] = row["profile"] or profile
+            profiles.load(row["profile"])
     except InputError as error:
         raise _fail(error) from None
     if not rows:
@@ -79,7 +98,10 @@ def explain(
         if row["reject"] is not None:
             rejected.append({"round_id": round_id, "source_row": row["source_row"], "quarantined": row["reject"]})
         else:
-            explained.append(explain_round.explain(row))
+            explanation = explain_round.explain(row)
+            if bets:
+                explanation["bets"] = explain_round.settle_bets(explanation, bet_rows)
+            explained.append(explanation)
     if as_json:
         typer.echo(json.dumps(explained + rejected, indent=2))
     else:
@@ -97,12 +119,41 @@ def generate(
     fault_rate: Annotated[float, typer.Option(help="Share of rounds given one fault.", min=0, max=1)] = 0.0,
     tables: Annotated[int, typer.Option(help="Tables the rounds are spread over.", min=1)] = 4,
     decks: Annotated[int, typer.Option(help="Decks in each shoe.", min=1)] = 8,
+    bets: Annotated[bool, typer.Option("--bets", help="Also write bets.csv and bets.parquet.")] = False,
+    profile: Annotated[list[str] | None, typer.Option(
+        help="Rules profile of the tables; repeat to give tables different games (round-robin).")] = None,
 ) -> None:
     """Deal shoe-faithful rounds into a round log, with faults injected at FAULT_RATE."""
-    log = generator.generate(rounds, seed, fault_rate, tables, decks)
+    try:
+        log = generator.generate(rounds, seed, fault_rate, tables, decks,
+                                 tuple(profile or [profiles.DEFAULT]), with_bets=bets)
+    except InputError as error:
+        raise _fail(error) from None
     paths = generator.write(log, out)
-    typer.echo(f"{len(log.rows)} rounds ({len(log.faults)} faulted) written to "
-               f"{paths['csv']}, {paths['parquet']}; faults in {paths['faults']}")
+    typer.echo(f"{len(log.rows)} rounds and {len(log.bets)} bets ({len(log.faults)} faults) written to "
+               f"{out}/; the faults are listed in {paths['faults']}")
+
+
+@app.command()
+def odds(
+    profile: ProfileOption = profiles.DEFAULT,
+    decks: Annotated[int | None, typer.Option(help="Decks in the shoe (default: the profile's).", min=1)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Exact outcome probabilities and house edge of every bet of a profile, by full enumeration."""
+    try:
+        figures = exact_odds.odds(profiles.load(profile), decks)
+    except InputError as error:
+        raise _fail(error) from None
+    if as_json:
+        typer.echo(json.dumps(exact_odds.as_json(figures, profile), indent=2))
+        return
+    typer.echo(f"{profile}, {figures.decks} decks, every ordered deal from a full shoe:")
+    for outcome, chance in figures.outcomes.items():
+        typer.echo(f"  P({outcome:<7}) = {float(chance):.6f}")
+    typer.echo("  house edge per unit staked:")
+    for bet, edge in figures.house_edge.items():
+        typer.echo(f"    {bet:<20} {float(edge) * 100:8.4f}%")
 
 
 def main() -> None:

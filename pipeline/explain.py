@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pipeline import cards, ingest, tableau
+from decimal import Decimal
+
+from pipeline import bets, cards, ingest, profiles, tableau
+from pipeline.settlement import money_str, parse_amount
 from pipeline.coup import replay
 
 
@@ -63,11 +66,49 @@ def explain(row: dict) -> dict:
     return {
         "round_id": row["round_id"],
         "source_row": row["source_row"],
+        "profile": row["profile"],
         "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
         "replay": coup.__dict__,
+        "facts": bets.facts(
+            coup.player_final, coup.banker_final, 2 + coup.player_drew, 2 + coup.banker_drew, coup.natural,
+            cards.rank_of(code["player_1"]) == cards.rank_of(code["player_2"]),
+            cards.rank_of(code["banker_1"]) == cards.rank_of(code["banker_2"]),
+        ),
         "steps": steps,
         "comparisons": comparisons,
     }
+
+
+def settle_bets(explanation: dict, bet_rows: list[dict]) -> list[dict]:
+    """Each bet of the explained round settled step by step, beside the amount recorded as paid."""
+    profile = profiles.load(explanation["profile"])
+    table = bets.returns(profile)
+    settled = []
+    for bet in bet_rows:
+        bet_type = (bet["bet_type"] or "").upper()
+        stake, paid = parse_amount(bet["stake"]), parse_amount(bet["paid"])
+        entry = {"bet_id": bet["bet_id"], "bet_type": bet_type, "stake": bet["stake"], "paid": bet["paid"]}
+        settlement = bets.settle(profile, bet_type, explanation["facts"], stake or Decimal(0))
+        if settlement is None or stake is None or paid is None:
+            entry["steps"] = [f"Cannot be settled: bet type {bet_type or '(empty)'} under profile "
+                              f"{profile.name}, stake {bet['stake']!r}, paid {bet['paid']!r}."]
+            entry["agrees"] = None
+        else:
+            per_unit = table[bet_type, settlement.case].per_unit
+            entry["steps"] = [
+                f"{bet_type} bet under {profile.name}: {settlement.case}.",
+                f"{settlement.rule}: returns {per_unit.normalize():f} per unit staked (stake included).",
+                f"Stake {stake} x {per_unit.normalize():f} = {money_str(stake * per_unit)}"
+                + ("" if profile.rounding_mode == "exact" else
+                   f", rounded ({profile.rounding_mode}) to {profile.rounding_unit}: "
+                   f"{money_str(settlement.expected)}") + ".",
+                f"Expected {money_str(settlement.expected)}, paid {bet['paid']}: "
+                f"{'correct' if paid == settlement.expected else 'WRONG'}.",
+            ]
+            entry["expected"] = money_str(settlement.expected)
+            entry["agrees"] = paid == settlement.expected
+        settled.append(entry)
+    return settled
 
 
 def _agrees(field: str, replayed: str, recorded: str) -> bool:
@@ -84,4 +125,7 @@ def render(explanation: dict) -> str:
     for c in explanation["comparisons"]:
         mark = {True: "ok", False: "MISMATCH", None: "not recorded"}[c["agrees"]]
         lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
+    for bet in explanation.get("bets", []):
+        lines.append(f"  Bet {bet['bet_id']}:")
+        lines += [f"    {step}" for step in bet["steps"]]
     return "\n".join(lines)

@@ -7,7 +7,8 @@ import polars as pl
 from pipeline.checks import CHECKS
 
 #: Where a finding sits: carried from the round log into every finding.
-PLACE_COLUMNS = ("source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at")
+#: `source` says which input `source_row` counts in: "rounds" (round log) or "bets" (bets log).
+PLACE_COLUMNS = ("source_row", "source", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id")
 FINDING_COLUMNS = (*PLACE_COLUMNS, "check", "expected", "recorded", "detail")
 FINDINGS_SCHEMA = {
     "source_row": pl.UInt32, **{c: pl.String for c in FINDING_COLUMNS if c != "source_row"}
@@ -28,7 +29,8 @@ def round_findings(replayed: pl.LazyFrame) -> pl.LazyFrame:
         for check in CHECKS
     ]
     return (
-        replayed.select(*PLACE_COLUMNS, found=pl.concat_list(per_check).list.drop_nulls())
+        replayed.with_columns(source=pl.lit("rounds"), bet_id=pl.lit(None, pl.String))
+        .select(*PLACE_COLUMNS, found=pl.concat_list(per_check).list.drop_nulls())
         .filter(pl.col("found").list.len() > 0)
         .explode("found")
         .unnest("found")

@@ -4,6 +4,8 @@ Cards come off a shuffled multi-deck shoe with suits: the first card is turned a
 cards as its value (10-value cards burn 10), a cut card sits 14-16 cards from the bottom, and when it
 comes out the coup in progress and one more are dealt. Each coup is dealt by `pipeline.tableau`.
 A faulted round breaks exactly one rule, so the audit must flag it with exactly one check code.
+With bets, every round gets a few bets of the types its table's profile offers, paid by the scalar
+settlement (`pipeline.bets.settle`); a faulted bet is paid a wrong amount and must be flagged SETTLEMENT.
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import cards, tableau
+from decimal import Decimal
+
+from pipeline import bets, cards, profiles, tableau
+from pipeline.settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND")
 START = datetime(2026, 11, 29, 18, 0, 0)
 COUP_SECONDS = 50
 SHUFFLE_SECONDS = 300
+STAKES = tuple(Decimal(s) for s in ("5", "10", "25", "100", "12.50", "7.35", "1.01"))
 
 
 def new_shoe(rng: random.Random, decks: int) -> list[int]:
@@ -38,7 +44,8 @@ def burn(shoe: list[int]) -> int:
 @dataclass
 class Log:
     rows: list[dict] = field(default_factory=list)
-    faults: list[dict] = field(default_factory=list)
+    bets: list[dict] = field(default_factory=list)
+    faults: list[dict] = field(default_factory=list)  # round_id, bet_id (bet faults), check
     duplicated: set[str] = field(default_factory=set)
 
 
@@ -60,12 +67,17 @@ def deal_coup(shoe: list[int], at: int, wrong: str | None) -> tuple[list[int], l
     return player, banker, at
 
 
-def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4, decks: int = 8) -> Log:
-    """`rounds` coups over `tables` tables, each table dealing shoe after shoe."""
+def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4, decks: int = 8,
+             profile_names: tuple[str, ...] = (profiles.DEFAULT,), with_bets: bool = False) -> Log:
+    """`rounds` coups over `tables` tables, each table dealing shoe after shoe.
+
+    Table k plays under `profile_names[k % len(profile_names)]`, written in the `profile` column.
+    """
     rng = random.Random(seed)
     log = Log()
     per_table = -(-rounds // tables)
     for table in range(1, tables + 1):
+        profile = profiles.load(profile_names[(table - 1) % len(profile_names)])
         clock = START
         dealt, shoe_no = 0, 0
         while dealt < per_table and len(log.rows) < rounds:
@@ -79,14 +91,49 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4, d
                 wrong = {"PLAYER_DRAW": "player", "BANKER_DRAW": "banker"}.get(fault)
                 player, banker, at = deal_coup(shoe, at, wrong)
                 place = (f"T{table:02d}", f"T{table:02d}-S{shoe_no:04d}", hand_no, clock)
-                log.rows.append(_record(log, rng, fault, place, player, banker))
+                log.rows.append(_record(log, rng, fault, place, player, banker) | {"profile": profile.name})
+                if with_bets:
+                    _place_bets(log, rng, fault_rate, profile, player, banker)
                 clock += timedelta(seconds=COUP_SECONDS)
                 dealt += 1
                 if one_more:
                     break
                 one_more = at >= cut  # the cut card is out: finish, then deal one more coup
             clock += timedelta(seconds=SHUFFLE_SECONDS)
+    _unsettleable_bets(log)
     return log
+
+
+def _place_bets(log: Log, rng: random.Random, fault_rate: float, profile: profiles.Profile,
+                player: list[int], banker: list[int]) -> None:
+    """One to three bets on the round just recorded, paid as the profile says (or faulted)."""
+    value, rank = cards.value_of, cards.rank_of
+    coup = bets.facts(
+        tableau.total(*map(value, player)), tableau.total(*map(value, banker)), len(player), len(banker),
+        tableau.is_natural(tableau.total(value(player[0]), value(player[1])),
+                           tableau.total(value(banker[0]), value(banker[1]))),
+        rank(player[0]) == rank(player[1]), rank(banker[0]) == rank(banker[1]),
+    )
+    round_id = log.rows[-1]["round_id"]
+    for bet_type in rng.sample(bets.offered(profile), rng.randint(1, 3)):
+        stake = rng.choice(STAKES)
+        paid = bets.settle(profile, bet_type, coup, stake).expected
+        bet_id = f"{round_id}-B{len(log.bets) + 1:07d}"
+        if rng.random() < fault_rate:
+            paid = rng.choice([a for a in (stake * 2, Decimal(0), stake, paid + stake, stake * 10) if a != paid])
+            log.faults.append({"round_id": round_id, "bet_id": bet_id, "check": "SETTLEMENT"})
+        log.bets.append({"round_id": round_id, "bet_id": bet_id, "bet_type": bet_type, "stake": money_str(stake),
+                         "paid": money_str(paid), "seat": str(rng.randint(1, 7))})
+
+
+def _unsettleable_bets(log: Log) -> None:
+    """Bets on a duplicated round_id cannot be matched to one round: the audit quarantines them."""
+    if not log.duplicated:
+        return
+    log.faults = [f for f in log.faults if not (f.get("bet_id") and f["round_id"] in log.duplicated)]
+    log.faults += [{"round_id": b["round_id"], "bet_id": b["bet_id"], "check": "BET_QUARANTINED"}
+                   for b in log.bets if b["round_id"] in log.duplicated]
+
 
 
 def _record(log: Log, rng: random.Random, fault: str | None, place: tuple,
@@ -112,7 +159,7 @@ def _record(log: Log, rng: random.Random, fault: str | None, place: tuple,
             round_id = previous
             log.duplicated.add(round_id)
     if fault:
-        log.faults.append({"round_id": round_id, "check": fault})
+        log.faults.append({"round_id": round_id, "bet_id": None, "check": fault})
     return {
         "round_id": round_id,
         "table_id": table_id,
@@ -135,18 +182,27 @@ ROUND_SCHEMA = {
     "round_id": pl.String, "table_id": pl.String, "shoe_id": pl.String, "hand_no": pl.Int32,
     "dealt_at": pl.String,
     **{f"{hand}_card_{i}": pl.String for hand in ("player", "banker") for i in (1, 2, 3)},
-    "player_total": pl.Int8, "banker_total": pl.Int8, "outcome": pl.String,
+    "player_total": pl.Int8, "banker_total": pl.Int8, "outcome": pl.String, "profile": pl.String,
 }
+BET_SCHEMA = {"round_id": pl.String, "bet_id": pl.String, "bet_type": pl.String, "stake": pl.String,
+              "paid": pl.String, "seat": pl.String}
 
 
 def write(log: Log, out_dir: Path) -> dict[str, Path]:
-    """rounds.csv, rounds.parquet (same rows) and faults.csv (round_id, check) in `out_dir`."""
+    """rounds.csv and rounds.parquet (same rows), bets.csv and bets.parquet when there are bets, and
+    faults.csv (round_id, bet_id, check: what the audit must report) in `out_dir`."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rounds = pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row")
-    paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet",
-             "faults": out_dir / "faults.csv"}
-    rounds.write_csv(paths["csv"])
-    rounds.write_parquet(paths["parquet"])
-    pl.DataFrame(log.faults, schema={"round_id": pl.String, "check": pl.String}).write_csv(paths["faults"])
+    paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet"}
+    frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), paths)]
+    if log.bets:
+        paths |= {"bets_csv": out_dir / "bets.csv", "bets_parquet": out_dir / "bets.parquet"}
+        frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"),
+                       {"csv": paths["bets_csv"], "parquet": paths["bets_parquet"]}))
+    for frame, where in frames:
+        frame.write_csv(where["csv"])
+        frame.write_parquet(where["parquet"])
+    paths["faults"] = out_dir / "faults.csv"
+    pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
+                 orient="row").write_csv(paths["faults"])
     return paths

@@ -141,8 +141,10 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def rounds_with_id(path: Path, round_id: str) -> list[dict]:
-    """Every row of the log carrying `round_id`, parsed, for an investigation of one round."""
-    log = scan(path, "round_log")
-    wanted = parse_rounds(log.frame.filter(pl.col("round_id") == round_id))
+def rows_for_round(path: Path, contract_name: str, round_id: str) -> list[dict]:
+    """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round."""
+    log = scan(path, contract_name)
+    wanted = log.frame.filter(pl.col("round_id") == round_id)
+    if contract_name == "round_log":
+        wanted = parse_rounds(wanted)
     return collect(log.path, [wanted])[0].to_dicts()

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
 from itertools import product
 
-from pipeline import tableau
+from pipeline import bets, tableau
+from pipeline.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,12 @@ def shoe_counts(decks: int) -> list[int]:
     return [16 * decks] + [4 * decks] * 9
 
 
+@cache
 def finishes(decks: int) -> Counter[Finish]:
-    """Number of ordered six-card sequences from a full `decks`-deck shoe that end each way."""
+    """Number of ordered six-card sequences from a full `decks`-deck shoe that end each way.
+
+    Cached per deck count: treat the result as read-only.
+    """
     counts = shoe_counts(decks)
     size = sum(counts)
     # fill[k]: ways to fill the places left after k cards are dealt, up to six.
@@ -83,7 +90,74 @@ def _finish(tally, counts, fill, ways, player, banker, take) -> None:
 
 def result_counts(decks: int) -> dict[str, int]:
     """Ordered six-card sequences won by BANKER, PLAYER, or tied."""
+    return result_counts_from(finishes(decks))
+
+
+def result_counts_from(tally: Counter[Finish]) -> dict[str, int]:
     totals = Counter({"BANKER": 0, "PLAYER": 0, "TIE": 0})
-    for finish, ways in finishes(decks).items():
+    for finish, ways in tally.items():
         totals[finish.result] += ways
     return dict(totals)
+
+
+def pair_probability(decks: int) -> Fraction:
+    """Chance that a hand's first two cards share a rank (K-K yes, 10-K no)."""
+    per_rank, size = 4 * decks, 52 * decks
+    return Fraction(13 * per_rank * (per_rank - 1), size * (size - 1))
+
+
+def _case_probabilities(bet_type: str, decks: int, tally: Counter[Finish]) -> dict[str, Fraction]:
+    needs = {fact for _, condition in bets.CASES[bet_type] for fact in condition}
+    pair_facts = needs & {"player_pair", "banker_pair"}
+    if pair_facts:
+        # A pair bet looks at nothing but its hand's first two ranks: use that exact marginal.
+        (fact,) = pair_facts
+        pair = pair_probability(decks)
+        return {bets.case_of(bet_type, {fact: True}): pair, bets.case_of(bet_type, {fact: False}): 1 - pair}
+    total = sum(tally.values())
+    chances: Counter = Counter()
+    for finish, ways in tally.items():
+        coup = bets.facts(finish.player_final, finish.banker_final, finish.player_cards,
+                          finish.banker_cards, finish.natural)
+        chances[bets.case_of(bet_type, coup)] += Fraction(ways, total)
+    return dict(chances)
+
+
+@dataclass(frozen=True)
+class Odds:
+    decks: int
+    outcomes: dict[str, Fraction]  # BANKER, PLAYER, TIE, natural, pair (per hand)
+    cases: dict[str, dict[str, Fraction]]  # bet type -> case -> probability
+    house_edge: dict[str, Fraction]  # bet type -> expected loss per unit staked
+
+
+def odds(profile: Profile, decks: int | None = None) -> Odds:
+    """Exact probabilities and the house edge of every bet the profile offers."""
+    decks = decks or profile.decks
+    tally = finishes(decks)
+    total = sum(tally.values())
+    results = result_counts_from(tally)
+    outcomes = {k: Fraction(v, total) for k, v in results.items()}
+    outcomes["natural"] = Fraction(sum(w for f, w in tally.items() if f.natural), total)
+    outcomes["pair"] = pair_probability(decks)
+    table = bets.returns(profile)
+    cases, edges = {}, {}
+    for bet_type in bets.offered(profile):
+        cases[bet_type] = _case_probabilities(bet_type, decks, tally)
+        expected = sum(chance * Fraction(table[bet_type, case].per_unit) for case, chance in cases[bet_type].items())
+        edges[bet_type] = 1 - expected
+    return Odds(decks, outcomes, cases, edges)
+
+
+def as_json(figures: Odds, profile: str) -> dict:
+    """Figures as JSON: exact fractions as text, and decimals to 10 places for reading."""
+    def both(value: Fraction) -> dict:
+        return {"exact": str(value), "decimal": f"{float(value):.10f}"}
+
+    return {
+        "profile": profile,
+        "decks": figures.decks,
+        "outcomes": {k: both(v) for k, v in figures.outcomes.items()},
+        "cases": {bet: {case: both(v) for case, v in cases.items()} for bet, cases in figures.cases.items()},
+        "house_edge": {bet: both(v) for bet, v in figures.house_edge.items()},
+    }

@@ -1,0 +1,211 @@
+"""The bets of punto banco: how each bet type is decided, stated once, and what each profile pays.
+
+`CASES` lists, for every bet type, the ways it can end and the facts of the coup that decide each,
+first match wins. The scalar `case_of` and the polars `case_expr` are two evaluators of that one
+statement (tests prove them equal on every finish). `returns` reads a profile's pays into the amount
+returned per unit staked for each (bet type, case), as exact decimals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from functools import cache, reduce
+
+import polars as pl
+
+from pipeline import profiles, tableau
+from pipeline.profiles import Profile
+
+#: Facts of a finished coup that settle bets (see `facts_expr` for how each is computed).
+FACTS = ("result", "player_final", "banker_final", "player_cards", "banker_cards", "natural",
+         "player_natural", "banker_natural", "player_pair", "banker_pair", "margin")
+
+_BONUS_MARGINS = (9, 8, 7, 6, 5, 4)
+
+
+def _dragon_bonus(side: str) -> tuple:
+    wins = {"result": side}
+    return (
+        ("natural win", wins | {f"{side.lower()}_natural": True}),
+        ("natural tie", {"result": "TIE", "natural": True}),
+        *((f"win by {m}", wins | {"margin": m}) for m in _BONUS_MARGINS),
+        ("lose", {}),
+    )
+
+
+#: bet type -> ((case, {fact: required value}), ...); the first case whose facts all hold applies.
+CASES: dict[str, tuple[tuple[str, dict], ...]] = {
+    "PLAYER": (("win", {"result": "PLAYER"}), ("push", {"result": "TIE"}), ("lose", {})),
+    "BANKER": (
+        ("win with 6", {"result": "BANKER", "banker_final": 6}),
+        ("win with three-card 7", {"result": "BANKER", "banker_final": 7, "banker_cards": 3}),
+        ("win", {"result": "BANKER"}),
+        ("push", {"result": "TIE"}),
+        ("lose", {}),
+    ),
+    "TIE": (("win", {"result": "TIE"}), ("lose", {})),
+    "PLAYER_PAIR": (("win", {"player_pair": True}), ("lose", {})),
+    "BANKER_PAIR": (("win", {"banker_pair": True}), ("lose", {})),
+    "DRAGON_7": (("win", {"result": "BANKER", "banker_final": 7, "banker_cards": 3}), ("lose", {})),
+    "PANDA_8": (("win", {"result": "PLAYER", "player_final": 8, "player_cards": 3}), ("lose", {})),
+    "SUPER_6": (("win", {"result": "BANKER", "banker_final": 6}), ("lose", {})),
+    "PLAYER_DRAGON_BONUS": _dragon_bonus("PLAYER"),
+    "BANKER_DRAGON_BONUS": _dragon_bonus("BANKER"),
+}
+BET_TYPES = tuple(CASES)
+
+
+def facts(player_final: int, banker_final: int, player_cards: int, banker_cards: int, natural: bool,
+          player_pair: bool | None = None, banker_pair: bool | None = None) -> dict:
+    """Scalar: the settling facts of one coup (the same names and meaning as `facts_expr`)."""
+    return {
+        "result": tableau.result(player_final, banker_final),
+        "player_final": player_final,
+        "banker_final": banker_final,
+        "player_cards": player_cards,
+        "banker_cards": banker_cards,
+        "natural": natural,
+        # In a natural coup nobody draws, so a natural hand is the one showing 8 or 9.
+        "player_natural": natural and player_final >= 8,
+        "banker_natural": natural and banker_final >= 8,
+        "player_pair": player_pair,
+        "banker_pair": banker_pair,
+        "margin": abs(player_final - banker_final),
+    }
+
+
+def case_of(bet_type: str, facts: dict) -> str:
+    """Scalar evaluator: how a bet of `bet_type` ended, given the coup's facts."""
+    return next(case for case, needs in CASES[bet_type] if all(facts[k] == v for k, v in needs.items()))
+
+
+def case_expr(bet_type: pl.Expr) -> pl.Expr:
+    """Vectorized evaluator: the case of every bet, from a `bet_type` column and the fact columns."""
+    chain = None
+    for bet, cases in CASES.items():
+        for case, needs in cases:
+            holds = reduce(lambda a, b: a & b, (pl.col(k) == v for k, v in needs.items()), bet_type == bet)
+            chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case))
+    return chain.otherwise(None)
+
+
+def facts_expr() -> dict[str, pl.Expr]:
+    """The settling facts from the replay columns and the card codes of a replayed frame."""
+    def rank(column: str) -> pl.Expr:
+        return pl.col(column) // 8
+
+    return {
+        "player_cards": 2 + pl.col("player_drew").cast(pl.Int8),
+        "banker_cards": 2 + pl.col("banker_drew").cast(pl.Int8),
+        "player_natural": pl.col("natural") & (pl.col("player_final") >= 8),
+        "banker_natural": pl.col("natural") & (pl.col("banker_final") >= 8),
+        "player_pair": rank("player_code_1") == rank("player_code_2"),
+        "banker_pair": rank("banker_code_1") == rank("banker_code_2"),
+        "margin": (pl.col("player_final").cast(pl.Int8) - pl.col("banker_final").cast(pl.Int8)).abs(),
+    }
+
+
+@dataclass(frozen=True)
+class Return:
+    """What a bet returns per unit staked in one case (stake included), and the rule in words."""
+
+    per_unit: Decimal
+    rule: str
+
+
+def _pay_text(pay: Decimal) -> str:
+    return f"{pay.normalize():f}:1"
+
+
+def _win(pay: Decimal | str, what: str) -> Return:
+    if pay == "push":
+        return Return(Decimal(1), f"{what}: push, stake returned")
+    return Return(1 + pay, f"{what}: pays {_pay_text(pay)}")
+
+
+LOSE = Return(Decimal(0), "lost")
+PUSH = Return(Decimal(1), "push, stake returned")
+
+
+def returns(profile: Profile) -> dict[tuple[str, str], Return]:
+    """Every (bet type, case) the profile offers -> its Return. Bet types it does not offer are absent."""
+    table: dict[tuple[str, str], Return] = {}
+    pays = profile.pays
+    commission = profile.commission
+    for side in ("PLAYER", "BANKER"):
+        if side in pays:
+            table[side, "push"] = PUSH
+            table[side, "lose"] = LOSE
+    if "PLAYER" in pays:
+        table["PLAYER", "win"] = _win(pays["PLAYER"], "Player won")
+    if "BANKER" in pays:
+        def banker(pay: Decimal | str, what: str) -> Return:
+            if pay == "push" or not commission:
+                return _win(pay, what)
+            return Return(1 + pay * (1 - commission),
+                          f"{what}: pays {_pay_text(pay)} less {(commission * 100).normalize():f}% commission")
+
+        table["BANKER", "win"] = banker(pays["BANKER"], "Banker won")
+        table["BANKER", "win with 6"] = banker(profile.banker_win.get("with_6", pays["BANKER"]),
+                                               "Banker won with 6")
+        table["BANKER", "win with three-card 7"] = banker(
+            profile.banker_win.get("three_card_7", pays["BANKER"]), "Banker won with a three-card 7")
+    side_bets = {"TIE": "Tie", "PLAYER_PAIR": "Player pair", "BANKER_PAIR": "Banker pair",
+                 "DRAGON_7": "Dragon 7 (Banker won with a three-card 7)",
+                 "PANDA_8": "Panda 8 (Player won with a three-card 8)",
+                 "SUPER_6": "Super 6 (Banker won with 6)"}
+    for bet, what in side_bets.items():
+        if bet in pays:
+            table[bet, "win"] = _win(pays[bet], what)
+            table[bet, "lose"] = LOSE
+    if profile.dragon_bonus is not None:
+        bonus = profile.dragon_bonus
+        for side in ("PLAYER", "BANKER"):
+            bet = f"{side}_DRAGON_BONUS"
+            table[bet, "natural win"] = _win(bonus["natural_win"], f"{side.capitalize()} won with a natural")
+            table[bet, "natural tie"] = _win(bonus["natural_tie"], "Tie of naturals")
+            for margin in _BONUS_MARGINS:
+                table[bet, f"win by {margin}"] = _win(bonus[f"win_by_{margin}"],
+                                                      f"{side.capitalize()} won by {margin}")
+            table[bet, "lose"] = LOSE
+    return table
+
+
+@cache
+def _returns_of(name: str) -> dict[tuple[str, str], Return]:
+    return returns(profiles.load(name))
+
+
+def offered(profile: Profile) -> list[str]:
+    return sorted({bet for bet, _ in returns(profile)}, key=BET_TYPES.index)
+
+
+_ROUNDING = {"player": ROUND_CEILING, "house": ROUND_FLOOR, "nearest": ROUND_HALF_UP}
+
+
+def expected_paid(profile: Profile, stake: Decimal, per_unit: Decimal) -> Decimal:
+    """Scalar: the exact amount a stake should return, rounded as the profile says when fractional."""
+    amount = stake * per_unit
+    if profile.rounding_mode == "exact":
+        return amount
+    unit = profile.rounding_unit
+    return (amount / unit).to_integral_value(rounding=_ROUNDING[profile.rounding_mode]) * unit
+
+
+@dataclass(frozen=True)
+class Settlement:
+    case: str
+    rule: str
+    expected: Decimal
+
+
+def settle(profile: Profile, bet_type: str, coup_facts: dict, stake: Decimal) -> Settlement | None:
+    """Scalar: how one bet should be settled; None when the profile does not offer the bet type."""
+    if bet_type not in CASES:
+        return None
+    case = case_of(bet_type, coup_facts)
+    paid = _returns_of(profile.name).get((bet_type, case))
+    if paid is None:
+        return None
+    return Settlement(case, paid.rule, expected_paid(profile, stake, paid.per_unit))

@@ -1,0 +1,170 @@
+"""Settlement: every bet's payout checked against its round's rules profile, in exact money.
+
+Amounts are read as decimal text into integers of 1/10,000 of the currency (`_e4`); returns per unit
+staked are integers of 1/10^8 (`_e8`); an expected payout is their product in 1/10^12 (`_e12`, Int128),
+so commission and fractional pays are exact and no float is ever involved. Bets that cannot be settled
+are quarantined with a reason; the rest are settled and flagged as SETTLEMENT when paid differently.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import polars as pl
+
+from pipeline import bets, profiles
+from pipeline.errors import InputError
+
+AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
+E4, E8, E12 = 10**4, 10**8, 10**12
+ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
+BET_COLUMNS = ("source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id", "currency")
+
+
+def amount_e4(raw: pl.Expr) -> pl.Expr:
+    """A decimal amount as an integer of 1/10,000; null when it is not digits with up to 4 decimals."""
+    groups = raw.str.extract_groups(AMOUNT)
+    whole = groups.struct.field("1").cast(pl.Int64)
+    fraction = groups.struct.field("2").str.pad_end(4, "0").fill_null("0").cast(pl.Int64)
+    return whole * E4 + fraction
+
+
+def parse_amount(text: str | None) -> Decimal | None:
+    """Scalar twin of `amount_e4`: the amount, or None when it is not digits with up to 4 decimals."""
+    return Decimal(text.strip()) if text is not None and re.match(AMOUNT, text.strip()) else None
+
+
+def money_text(e12: pl.Expr) -> pl.Expr:
+    """An amount in 1/10^12 as decimal text with at least two decimals ("15.00", "9.5095")."""
+    fraction = (e12 % E12).cast(pl.String).str.zfill(12).str.strip_chars_end("0").str.pad_end(2, "0")
+    return pl.format("{}.{}", (e12 // E12).cast(pl.String), fraction)
+
+
+def _scaled(value: Decimal, scale: int, what: str) -> int:
+    scaled = value * scale
+    if scaled != scaled.to_integral_value():
+        raise InputError(f"{what} = {value} is finer than the audit's exact money scale")
+    return int(scaled)
+
+
+def pay_table(names: list[str]) -> pl.LazyFrame:
+    """Every (profile, bet type, case) the named profiles offer, with its return and rounding."""
+    rows = []
+    for name in names:
+        profile = profiles.load(name)
+        unit = _scaled(profile.rounding_unit, E12, f"{name}: rounding.unit")
+        for (bet_type, case), paid in bets.returns(profile).items():
+            rows.append({
+                "profile": name, "bet_type": bet_type, "case": case,
+                "per_unit_e8": _scaled(paid.per_unit, E8, f"{name}: return of {bet_type} {case}"),
+                "rule": paid.rule, "rounding_mode": profile.rounding_mode, "rounding_unit_e12": unit,
+            })
+    schema = {"profile": pl.String, "bet_type": pl.String, "case": pl.String, "per_unit_e8": pl.Int64,
+              "rule": pl.String, "rounding_mode": pl.String, "rounding_unit_e12": pl.Int128}
+    return pl.LazyFrame(rows, schema=schema, orient="row")
+
+
+def round_facts(replayed: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per round_id of the audited rounds: its settling facts and how many rows carry it."""
+    return (
+        replayed.with_columns(**bets.facts_expr())
+        .group_by("round_id")
+        .agg(pl.len().alias("copies"), *(pl.col(c).first() for c in ROUND_FACTS))
+    )
+
+
+def _amount_reason(column: str, positive: bool) -> pl.Expr:
+    raw, value = pl.col(column), pl.col(f"{column}_e4")
+    return (
+        pl.when(raw.is_null()).then(pl.lit(f"{column} is empty"))
+        .when(raw.str.starts_with("-")).then(pl.format("{} '{}' is negative", pl.lit(column), raw))
+        .when(value.is_null())
+        .then(pl.format("{} '{}' is not an amount (digits, up to 4 decimals)", pl.lit(column), raw))
+        .when(pl.lit(positive) & (value == 0)).then(pl.format("{} '{}' is not more than 0", pl.lit(column), raw))
+    )
+
+
+def _rounded(e12: pl.Expr) -> pl.Expr:
+    unit, mode = pl.col("rounding_unit_e12"), pl.col("rounding_mode")
+    return (
+        pl.when(mode == "house").then(e12 // unit * unit)
+        .when(mode == "player").then((e12 + unit - 1) // unit * unit)  # amounts are never negative
+        .when(mode == "nearest").then((2 * e12 + unit) // (2 * unit) * unit)
+        .otherwise(e12)
+    )
+
+
+def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.LazyFrame,
+           names: list[str]) -> pl.LazyFrame:
+    """Every bet with its settlement (`expected_e12`, `paid_e12`, `rule`) or its `reject` reason."""
+    bet_type = pl.col("bet_type").str.to_uppercase()
+    rejected_round = quarantined_rounds.select("round_id").unique().with_columns(round_rejected=pl.lit(True))
+    joined = (
+        bet_rows.with_columns(bet_type=bet_type, stake_e4=amount_e4(pl.col("stake")),
+                              paid_e4=amount_e4(pl.col("paid")))
+        .join(facts, on="round_id", how="left", maintain_order="left")
+        .join(rejected_round, on="round_id", how="left", maintain_order="left")
+        .with_columns(case=bets.case_expr(pl.col("bet_type")))
+        .join(pay_table(names), on=["profile", "bet_type", "case"], how="left", maintain_order="left")
+    )
+    round_id = pl.col("round_id")
+    reasons = [
+        pl.when(pl.col("bet_id").is_null()).then(pl.lit("bet_id is empty")),
+        pl.when(round_id.is_null()).then(pl.lit("round_id is empty")),
+        pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
+        _amount_reason("stake", positive=True),
+        _amount_reason("paid", positive=False),
+        pl.when(round_id.is_not_null() & pl.col("copies").is_null()).then(
+            pl.when(pl.col("round_rejected")).then(pl.format("round {} is quarantined in the round log", round_id))
+            .otherwise(pl.format("round {} is not in the round log", round_id))
+        ),
+        pl.when(pl.col("copies") > 1).then(
+            pl.format("round {} is on {} rows of the round log", round_id, pl.col("copies"))
+        ),
+        pl.when(pl.col("copies").is_not_null() & pl.col("bet_type").is_not_null() & pl.col("rule").is_null())
+        .then(pl.format("bet type {} is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
+    ]
+    return joined.with_columns(
+        reject=pl.concat_str(reasons, separator="; ", ignore_nulls=True).replace("", None),
+        expected_e12=_rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8")),
+        paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
+    )
+
+
+def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
+    """SETTLEMENT findings: settled bets paid other than their profile says."""
+    wrong = settled.filter(pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("paid_e12")))
+    return wrong.select(
+        "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
+        check=pl.lit("SETTLEMENT"),
+        expected=money_text(pl.col("expected_e12")),
+        recorded=pl.col("paid"),
+        detail=pl.format(
+            "{} {} bet: {} ({} profile); stake {}, expected {}, paid {}.",
+            pl.col("bet_id"), pl.col("bet_type"), pl.col("rule"), pl.col("profile"),
+            pl.col("stake"), money_text(pl.col("expected_e12")), pl.col("paid"),
+        ),
+    )
+
+
+def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
+    rejected = pl.col("reject").is_not_null()
+    wrong = ~rejected & (pl.col("expected_e12") != pl.col("paid_e12"))
+    return settled.select(
+        bets_read=pl.len(),
+        bets_quarantined=rejected.sum(),
+        bets_flagged=wrong.sum(),
+        overpaid_e12=pl.when(wrong).then(pl.col("paid_e12") - pl.col("expected_e12")).clip(lower_bound=0).sum(),
+        underpaid_e12=pl.when(wrong).then(pl.col("expected_e12") - pl.col("paid_e12")).clip(lower_bound=0).sum(),
+    )
+
+
+def money_str(amount: Decimal) -> str:
+    """Scalar twin of `money_text`: at least two decimals, no trailing zeros beyond them."""
+    amount = amount.normalize()
+    return f"{amount if -amount.as_tuple().exponent > 2 else amount.quantize(Decimal('0.01')):f}"
+
+
+def e12_text(value: int) -> str:
+    return money_str(Decimal(value).scaleb(-12))

@@ -1,0 +1,125 @@
+"""Settlement in exact money: hand-checked bets, every shipped profile, and both case evaluators."""
+
+import itertools
+
+import polars as pl
+import pytest
+
+from conftest import ASSETS
+from pipeline import audit, bets, generate, profiles
+from pipeline.errors import InputError
+
+ROUNDS, BETS = ASSETS / "mixed_notation.csv", ASSETS / "mixed_notation_bets.csv"
+
+
+def test_case_evaluators_agree_on_every_finish_and_bet_type():
+    rows = []
+    for pf, bf, pc, bc, natural, pp, bp in itertools.product(
+        range(10), range(10), (2, 3), (2, 3), (False, True), (False, True), (False, True)
+    ):
+        coup = bets.facts(pf, bf, pc, bc, natural, pp, bp)
+        rows += [coup | {"bet_type": bet, "scalar": bets.case_of(bet, coup)} for bet in bets.BET_TYPES]
+    frame = pl.DataFrame(rows).with_columns(vectorized=bets.case_expr(pl.col("bet_type")))
+    assert frame.height == 3200 * len(bets.BET_TYPES)
+    assert frame.filter(pl.col("scalar") != pl.col("vectorized")).height == 0
+    assert frame["vectorized"].null_count() == 0
+
+
+def _settlement(out):
+    findings = pl.read_parquet(out / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
+    return {bet: (expected, recorded) for bet, expected, recorded in
+            findings.select("bet_id", "expected", "recorded").iter_rows()}
+
+
+def test_hand_checked_bets_under_the_standard_profile(tmp_path):
+    result = audit.audit(ROUNDS, tmp_path, bets=BETS)
+    assert _settlement(tmp_path) == {
+        "B3": ("0.00", "60"),  # K-5 is no pair
+        "B5": ("19.50", "20.00"),  # commission not taken
+        "B8": ("0.00", "10"),  # Banker Dragon Bonus lost
+        "B13": ("10.00", "0"),  # push not honoured on a tie
+        "B14": ("90.00", "100"),  # tie paid 9:1 on an 8:1 table
+        "B25": ("19.50", "20"),
+    }
+    # 10.01 on Banker at 0.95:1 is exactly 19.5195 returned, and B4 paid exactly that.
+    quarantine = pl.read_parquet(tmp_path / "bets_quarantine.parquet")
+    assert quarantine.select("bet_id", "reason").rows() == [
+        ("B17", "round R1 is on 2 rows of the round log"),
+        ("B18", "round R6 is quarantined in the round log"),
+        ("B19", "round R99 is not in the round log"),
+        ("B20", "bet type DRAGON_7 is not offered under profile standard"),
+        ("B21", "stake '-5' is negative"),
+        ("B22", "paid 'abc' is not an amount (digits, up to 4 decimals)"),
+        ("B23", "stake '0' is not more than 0"),
+        ("B24", "bet type FOO is not offered under profile standard"),
+    ]
+    s = result.summary
+    assert (s["bets_read"], s["bets_settled"], s["bets_quarantined"], s["bets_flagged"]) == (25, 17, 8, 6)
+    assert (s["overpaid"], s["underpaid"]) == ("81.00", "10.00")
+    b5 = pl.read_parquet(tmp_path / "findings.parquet").filter(pl.col("bet_id") == "B5").row(0, named=True)
+    assert b5["detail"] == ("B5 BANKER bet: Banker won: pays 1:1 less 5% commission (standard profile); "
+                            "stake 10, expected 19.50, paid 20.00.")
+    assert (b5["source"], b5["source_row"], b5["round_id"]) == ("bets", 5, "R3")
+
+
+def test_the_profile_changes_what_is_owed(tmp_path):
+    audit.audit(ROUNDS, tmp_path / "s6", bets=BETS, profile="super-6")
+    owed = _settlement(tmp_path / "s6")
+    assert owed["B25"] == ("15.00", "20")  # Banker won with 6: 0.5:1
+    assert "B5" not in owed and owed["B4"] == ("20.02", "19.5195")  # no commission
+    detail = pl.read_parquet(tmp_path / "s6" / "findings.parquet").filter(pl.col("bet_id") == "B25")["detail"][0]
+    assert "Banker won with 6: pays 0.5:1 (super-6 profile); stake 10, expected 15.00, paid 20." in detail
+    audit.audit(ROUNDS, tmp_path / "chips", bets=BETS, profile="floor-chips")
+    # 19.5195 rounded up (in the player's favour) to the 0.25 chip.
+    assert _settlement(tmp_path / "chips")["B4"] == ("19.75", "19.5195")
+
+
+@pytest.mark.parametrize("profile", profiles.available())
+def test_correctly_paid_log_has_no_settlement_findings(profile, tmp_path):
+    log = generate.generate(800, seed=21, profile_names=(profile,), with_bets=True)
+    paths = generate.write(log, tmp_path / "log")
+    result = audit.audit(paths["parquet"], tmp_path / "out", bets=paths["bets_csv"])
+    offered = set(bets.offered(profiles.load(profile)))
+    assert {b["bet_type"] for b in log.bets} == offered
+    s = result.summary
+    assert s["bets_read"] == s["bets_settled"] == len(log.bets)
+    assert (s["bets_flagged"], s["bets_quarantined"], result.exit_code) == (0, 0, 0)
+
+
+def test_injected_payout_faults_on_a_mixed_profile_log_are_flagged_on_exactly_their_bets(tmp_path):
+    log = generate.generate(4000, seed=22, fault_rate=0.03, tables=5, profile_names=tuple(profiles.available()),
+                            with_bets=True)
+    paths = generate.write(log, tmp_path / "log")
+    result = audit.audit(paths["csv"], tmp_path / "out", bets=paths["bets_parquet"])
+    faults = pl.read_csv(paths["faults"])
+    findings = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
+    expected = faults.filter(pl.col("check") == "SETTLEMENT")["bet_id"]
+    assert expected.len() > 50
+    assert sorted(findings["bet_id"]) == sorted(expected)
+    quarantined = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")
+    assert sorted(quarantined["bet_id"]) == sorted(faults.filter(pl.col("check") == "BET_QUARANTINED")["bet_id"])
+    s = result.summary
+    assert s["bets_read"] == s["bets_settled"] + s["bets_quarantined"] == len(log.bets)
+    assert set(pl.read_csv(paths["csv"])["profile"]) == set(profiles.available())
+
+
+def test_unknown_profile_in_the_log_stops_the_run(tmp_path):
+    log = pl.read_csv(ROUNDS, infer_schema=False).with_columns(profile=pl.lit("baccarat-royale"))
+    log.write_csv(tmp_path / "rounds.csv")
+    with pytest.raises(InputError, match="rounds.csv: column profile: unknown rules profile 'baccarat-royale'"):
+        audit.audit(tmp_path / "rounds.csv", tmp_path / "out")
+    with pytest.raises(InputError, match="unknown rules profile 'nope'"):
+        audit.audit(ROUNDS, tmp_path / "out", profile="nope")
+
+
+def test_a_profile_is_a_file(tmp_path, monkeypatch):
+    (tmp_path / "house.toml").write_text('name = "house"\nbase = "standard"\n[pays]\nTIE = "7"\n')
+    (tmp_path / "standard.toml").write_text((profiles.PROFILES / "standard.toml").read_text())
+    monkeypatch.setattr(profiles, "PROFILES", tmp_path)
+    profiles.load.cache_clear()
+    try:
+        house = profiles.load("house")
+        assert house.pays["TIE"] == 7 and house.commission == profiles.Decimal("0.05")
+        assert bets.returns(house)["TIE", "win"].per_unit == 8
+    finally:
+        profiles.load.cache_clear()
