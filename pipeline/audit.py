@@ -24,7 +24,7 @@ from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, round_findings
 from pipeline.replay import replay
 
-QUARANTINE_COLUMNS = ("source_row", *ingest.contract("round_log")["columns"])
+QUARANTINE_COLUMNS = ("source_row", *ingest.columns("round_log"))
 OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "summary.json")
 
 

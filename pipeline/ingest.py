@@ -1,12 +1,17 @@
-"""Ingest: open a log lazily, hold it to its contract, and split rows into replayable and quarantined.
+"""Ingest: open a log lazily, hold it to its contract, and mark the rows that cannot be used.
 
-Every column is read as text and parsed here, so that a value which cannot be read is caught with
+Every column is read as text and parsed later, so that a value which cannot be read is caught with
 its column and row instead of silently becoming null (polars' `ignore_errors` would hide a bad third
 card as "not dealt"). Rows keep their 1-based position in the file (`source_row`, header not counted).
+
+A CSV row whose field count differs from the header's, or that holds bytes that are not UTF-8, is
+read anyway and marked `malformed` with the reason, so that it is quarantined while the rest of the
+file is audited. Records spanning several lines (quoted newlines) are not supported.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -18,20 +23,74 @@ from pipeline import cards
 from pipeline.errors import InputError
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+MAPPINGS = SCHEMAS / "mappings"
 PARQUET_MAGIC = b"PAR1"
+REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
 
 
 @cache
 def contract(name: str) -> dict:
-    """A data contract from `schemas/NAME.json`."""
+    """A data contract: the Great Expectations suite `schemas/NAME.json`, with column meanings in `meta`."""
     return json.loads((SCHEMAS / f"{name}.json").read_text())
+
+
+def columns(name: str) -> tuple[str, ...]:
+    """Every column the contract knows, in its order."""
+    return tuple(contract(name)["meta"]["columns"])
+
+
+def required(name: str) -> tuple[str, ...]:
+    """The columns the contract's `expect_table_columns_to_match_set` requires."""
+    (column_set,) = (e["kwargs"]["column_set"] for e in contract(name)["expectations"]
+                     if e["type"] == "expect_table_columns_to_match_set")
+    return tuple(column_set)
 
 
 @cache
 def outcome_spellings() -> dict[str, str]:
     """Accepted spellings of a recorded result (upper case) -> PLAYER, BANKER or TIE."""
-    spellings = contract("round_log")["outcome_spellings"]
+    spellings = contract("round_log")["meta"]["outcome_spellings"]
     return {word: outcome for outcome, words in spellings.items() for word in words}
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """How a provider's log maps onto a contract: column renames and value translations."""
+
+    name: str
+    columns: dict[str, str]  # provider column -> contract column
+    values: dict[str, dict[str, str]]  # contract column -> provider value -> contract value
+    path: Path
+
+
+def load_mapping(name_or_path: str | Path) -> Mapping:
+    """A mapping from `schemas/mappings/NAME.json`, or from a JSON file given by path."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = MAPPINGS / f"{name_or_path}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in MAPPINGS.glob("*.json")))
+        raise InputError(f"unknown mapping {str(name_or_path)!r} (known: {known}; or give a path to a JSON file)")
+    try:
+        data = json.loads(path.read_text())
+        return Mapping(data.get("name", path.stem), dict(data.get("columns", {})),
+                       {k: dict(v) for k, v in data.get("values", {}).items()}, path)
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as error:
+        raise InputError(f"{path}: not a valid mapping file ({error})") from None
+
+
+@dataclass(frozen=True)
+class Log:
+    """An opened log: where it is, its format, the columns it has, and its rows as a lazy frame.
+
+    The frame has `source_row`, every contract column as trimmed text (null when empty or absent)
+    and `malformed`, the reason a row's structure is broken (null when it is fine).
+    """
+
+    path: Path
+    format: str
+    columns: frozenset[str]
+    frame: pl.LazyFrame
 
 
 def _format_of(path: Path) -> str:
@@ -53,56 +112,82 @@ def _format_of(path: Path) -> str:
     raise InputError(f"{path}: neither CSV (.csv) nor Parquet (no PAR1 header)")
 
 
-@dataclass(frozen=True)
-class Log:
-    """An opened log: where it is, its format, the columns it has, and its rows as a lazy frame."""
+def _csv_header(path: Path) -> list[str]:
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        header = next(csv.reader(handle), [])
+    names = [name.strip() for name in header]
+    if not any(names):
+        raise InputError(f"{path}: the first line is empty; expected a header row")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(f"{path}: column {', '.join(repeated)} appears more than once in the header")
+    return names
 
-    path: Path
-    format: str
-    columns: frozenset[str]
-    frame: pl.LazyFrame
+
+def _scan_csv(path: Path) -> tuple[pl.LazyFrame, list[str]]:
+    names = _csv_header(path)
+    schema = {name: pl.String for name in names}
+    records = pl.scan_csv(path, has_header=False, skip_rows=1, schema=schema, missing_columns="insert",
+                          truncate_ragged_lines=True, encoding="utf8-lossy", quote_char='"')
+    # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
+    # commas outside quoted text, plus one.
+    lines = pl.scan_csv(path, has_header=False, skip_rows=1, separator="\x00", quote_char=None,
+                        schema={"line": pl.String}, encoding="utf8-lossy")
+    fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
+    frame = pl.concat([records, fields], how="horizontal").with_columns(
+        malformed=pl.when(pl.col("fields") != len(names)).then(
+            pl.format("the row has {} fields, the header {}", pl.col("fields"), pl.lit(len(names)))
+        )
+    )
+    return frame, names
 
 
-def scan(path: Path, contract_name: str) -> Log:
-    """The log as text columns named by the contract, plus `source_row`.
+def scan(path: Path, contract_name: str, mapping: Mapping | None = None) -> Log:
+    """Open a log against a contract; see `Log`.
 
-    Optional columns the file lacks are added as nulls, so that later stages see one shape; a
-    required column that is missing is an InputError. Other columns are ignored.
+    A mapping renames the provider's columns and translates its values first. Optional columns the
+    file lacks are added as nulls, so later stages see one shape; a required column that is missing,
+    a repeated column or a header without rows is an InputError. Other columns are ignored.
     """
     path = Path(path)
-    columns: dict = contract(contract_name)["columns"]
     file_format = _format_of(path)
-    if file_format == "parquet":
-        try:
+    try:
+        if file_format == "parquet":
             frame = pl.scan_parquet(path)
-            schema = frame.collect_schema()
-        except pl.exceptions.PolarsError as error:
-            raise InputError(f"{path}: not a readable Parquet file ({_first_line(error)})") from None
-    else:
-        frame = pl.scan_csv(path, infer_schema=False, raise_if_empty=True)
-        try:
-            schema = frame.collect_schema()
-        except pl.exceptions.PolarsError as error:
-            raise InputError(f"{path}: not a readable CSV file ({_first_line(error)})") from None
-    missing = [c for c, spec in columns.items() if spec["required"] and c not in schema]
+            names = frame.collect_schema().names()
+            frame = frame.with_columns(malformed=pl.lit(None, pl.String))
+        else:
+            frame, names = _scan_csv(path)
+    except pl.exceptions.PolarsError as error:
+        raise InputError(f"{path}: not a readable {file_format} file ({_first_line(error)})") from None
+    if mapping is not None:
+        renames = {source: target for source, target in mapping.columns.items() if source in names}
+        frame = frame.rename(renames)
+        names = [renames.get(name, name) for name in names]
+    missing = [c for c in required(contract_name) if c not in names]
     if missing:
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
-                         f"(found: {', '.join(schema.names()) or 'none'})")
-    text = [
-        _clean_text(pl.col(c).cast(pl.String)).alias(c) if c in schema
-        else pl.lit(None, dtype=pl.String).alias(c)
-        for c in columns
-    ]
-    return Log(path, file_format, frozenset(schema.names()),
-               frame.with_row_index("source_row", offset=1).select("source_row", *text))
+                         f"(found: {', '.join(names) or 'none'})")
+    text = {c: _clean_text(pl.col(c).cast(pl.String)) if c in names else pl.lit(None, pl.String)
+            for c in columns(contract_name)}
+    if mapping is not None:
+        text |= {c: text[c].replace(table) for c, table in mapping.values.items() if c in text}
+    present = [c for c in columns(contract_name) if c in names]
+    not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
+    frame = (
+        frame.with_row_index("source_row", offset=1)
+        .select("source_row", "malformed", **text)
+        .with_columns(malformed=pl.concat_str(["malformed", *not_utf8], separator="; ", ignore_nulls=True)
+                      .replace("", None))
+    )
+    if not _has_rows(path, frame):
+        raise InputError(f"{path}: the header has no rows under it; nothing to audit")
+    return Log(path, file_format, frozenset(names), frame)
 
 
-def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
-    """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file."""
-    try:
-        return pl.collect_all(frames)
-    except pl.exceptions.PolarsError as error:
-        raise InputError(f"{path}: could not be read to the end ({_first_line(error)})") from None
+def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:
+    return collect(path, [frame.select("source_row").head(1)])[0].height > 0
 
 
 def _clean_text(column: pl.Expr) -> pl.Expr:
@@ -112,6 +197,14 @@ def _clean_text(column: pl.Expr) -> pl.Expr:
 
 def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
+    """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file."""
+    try:
+        return pl.collect_all(frames)
+    except pl.exceptions.PolarsError as error:
+        raise InputError(f"{path}: could not be read to the end ({_first_line(error)})") from None
 
 
 CARD_COLUMNS = tuple(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))
@@ -125,11 +218,11 @@ def code_column(card_column: str) -> str:
 def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
     """Add card codes (`player_code_1` ... `banker_code_3`) and `reject`, the reason a row cannot be replayed.
 
-    A row is replayable when it has a round_id and four readable opening cards, and its third cards
-    are readable where present. `reject` names each failing column and its value; null when fine.
+    A row is replayable when it is well formed, has a round_id and four readable opening cards, and its
+    third cards are readable where present. `reject` names each failing column and its value.
     """
     codes = {code_column(c): cards.parse_expr(pl.col(c)) for c in CARD_COLUMNS}
-    reasons = [pl.when(pl.col("round_id").is_null()).then(pl.lit("round_id is empty"))]
+    reasons = [pl.col("malformed"), pl.when(pl.col("round_id").is_null()).then(pl.lit("round_id is empty"))]
     for column in CARD_COLUMNS:
         raw, parsed = pl.col(column), pl.col(code_column(column))
         reasons.append(pl.when(raw.is_not_null() & parsed.is_null())
@@ -141,9 +234,9 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def rows_for_round(path: Path, contract_name: str, round_id: str) -> list[dict]:
+def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mapping | None = None) -> list[dict]:
     """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round."""
-    log = scan(path, contract_name)
+    log = scan(path, contract_name, mapping)
     wanted = log.frame.filter(pl.col("round_id") == round_id)
     if contract_name == "round_log":
         wanted = parse_rounds(wanted)

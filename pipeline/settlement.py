@@ -110,6 +110,7 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
     )
     round_id = pl.col("round_id")
     reasons = [
+        pl.col("malformed"),
         pl.when(pl.col("bet_id").is_null()).then(pl.lit("bet_id is empty")),
         pl.when(round_id.is_null()).then(pl.lit("round_id is empty")),
         pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
