@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__, cards, ingest, profiles, settlement
+from pipeline import __version__, cards, contract, ingest, profiles, settlement
 from pipeline.checks import CHECKS, CODES
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, round_findings
@@ -26,6 +26,7 @@ from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_row", *ingest.columns("round_log"))
 OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "summary.json")
+DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 
 def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
@@ -68,11 +69,25 @@ class Result:
         return self.summary["exit_code"]
 
 
-def audit(rounds: Path, out_dir: Path, bets: Path | None = None, profile: str = profiles.DEFAULT) -> Result:
+@dataclass(frozen=True)
+class Options:
+    """How to run an audit; the defaults are the nightly job's."""
+
+    bets: Path | None = None
+    profile: str = profiles.DEFAULT
+    mapping: ingest.Mapping | None = None
+    bets_mapping: ingest.Mapping | None = None
+    validate: bool = True  # run the Great Expectations suites and write their Data Docs
+    window: contract.Window = contract.Window()
+
+
+def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (and optionally its bets) into `out_dir`."""
     started = datetime.now(UTC)
-    log = ingest.scan(Path(rounds), "round_log")
-    bet_log = ingest.scan(Path(bets), "bet_log") if bets is not None else None
+    bets = options.bets
+    log = ingest.scan(Path(rounds), "round_log", options.mapping)
+    bet_log = ingest.scan(Path(bets), "bet_log", options.bets_mapping) if bets is not None else None
+    profile = options.profile
     names = profiles_in(log, profile)
     parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(profile))
     rejected = pl.col("reject").is_not_null()
@@ -80,11 +95,15 @@ def audit(rounds: Path, out_dir: Path, bets: Path | None = None, profile: str = 
     replayed = replayable(parsed)
     findings = round_findings(replayed)
     plans = {"rounds": parsed.select(rows_read=pl.len(), rows_quarantined=rejected.sum())}
+    if options.validate:
+        plans["rounds_view"] = contract.view(log, "round_log")
     if bet_log is not None:
         settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed),
                                     parsed.filter(rejected), names)
         findings = pl.concat([findings, settlement.bet_findings(settled).cast(FINDINGS_SCHEMA)])
         plans["bets"] = settlement.bet_counts(settled)
+        if options.validate:
+            plans["bets_view"] = contract.view(bet_log, "bet_log")
         bets_quarantine = settled.filter(pl.col("reject").is_not_null()).select(
             *settlement.BET_COLUMNS, reason=pl.col("reject"))
     out_dir = Path(out_dir)
@@ -96,24 +115,43 @@ def audit(rounds: Path, out_dir: Path, bets: Path | None = None, profile: str = 
         if bet_log is not None:
             sinks.append(bets_quarantine.sink_parquet(staging / "bets_quarantine.parquet", lazy=True))
         counted = dict(zip(plans, ingest.collect(log.path, [*sinks, *plans.values()])[len(sinks):]))
-        summary = _summary(started, log, bet_log, names, counted, pl.read_parquet(staging / "findings.parquet"))
+        summary = _summary(started, log, bet_log, names, counted, pl.read_parquet(staging / "findings.parquet"),
+                           options)
+        if options.validate:
+            summary["contract"] = {
+                role: contract.validate(counted[f"{role}_view"], name, options.window, staging / DOCS)
+                for role, name in (("rounds", "round_log"), ("bets", "bet_log")) if f"{role}_view" in counted
+            }
+            if not all(result["success"] for result in summary["contract"].values()):
+                summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         for name in OUTPUTS:
             if (staging / name).exists():
                 os.replace(staging / name, out_dir / name)
             elif (out_dir / name).exists():
                 (out_dir / name).unlink()  # left by an earlier run with other inputs
+        if (staging / DOCS).exists():
+            contract.move_docs(staging / DOCS, out_dir / DOCS)
+        elif (out_dir / DOCS).exists():
+            shutil.rmtree(out_dir / DOCS)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
 
 
+def _input(role: str, log: ingest.Log, mapping: ingest.Mapping | None) -> dict:
+    entry = {"role": role, "path": str(log.path), "format": log.format, "sha256": sha256(log.path)}
+    if mapping is not None:
+        entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
+    return entry
+
+
 def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
-             counted: dict[str, pl.DataFrame], findings: pl.DataFrame) -> dict:
+             counted: dict[str, pl.DataFrame], findings: pl.DataFrame, options: Options) -> dict:
     rounds = counted["rounds"].row(0, named=True)
     by_check = dict(findings.group_by("check").len().iter_rows())
     codes = CODES + (("SETTLEMENT",) if bet_log is not None else ())
-    inputs = [{"role": "rounds", "path": str(log.path), "format": log.format, "sha256": sha256(log.path)}]
+    inputs = [_input("rounds", log, options.mapping)]
     summary = {
         "tool": {"name": "baccarat-audit", "version": __version__},
         "started_at": started.isoformat(timespec="seconds"),
@@ -136,8 +174,7 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
     flagged = summary["rounds_flagged"] or summary["rows_quarantined"]
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
-        inputs.append({"role": "bets", "path": str(bet_log.path), "format": bet_log.format,
-                       "sha256": sha256(bet_log.path)})
+        inputs.append(_input("bets", bet_log, options.bets_mapping))
         summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
         summary |= {
             "bets_read": bet["bets_read"],

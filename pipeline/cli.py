@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,8 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import ingest, odds as exact_odds, profiles
+from pipeline import contract, ingest, profiles
+from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
 
 app = typer.Typer(
@@ -34,6 +36,21 @@ def _fail(error: InputError) -> typer.Exit:
 BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV or Parquet: settle every bet too.")]
 ProfileOption = Annotated[str, typer.Option(
     help="Rules profile (schemas/profiles/NAME.toml) for rounds without a profile column value.")]
+MappingOption = Annotated[str | None, typer.Option(
+    help="Column mapping for the round log: a name in schemas/mappings/ or a JSON file.")]
+WindowStart = Annotated[datetime | None, typer.Option(help="Rounds must be dealt at or after this (UTC).")]
+WindowEnd = Annotated[datetime | None, typer.Option(help="Rounds must be dealt at or before this (UTC).")]
+
+
+def _mapping(name: str | None) -> ingest.Mapping | None:
+    return None if name is None else ingest.load_mapping(name)
+
+
+def _window(start: datetime | None, end: datetime | None) -> contract.Window:
+    def utc(moment: datetime | None) -> datetime | None:
+        return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
+
+    return contract.Window(utc(start), utc(end))
 
 
 @app.command()
@@ -42,10 +59,19 @@ def audit(
     out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
+    mapping: MappingOption = None,
+    bets_mapping: Annotated[str | None, typer.Option(help="Column mapping for the bets log.")] = None,
+    window_start: WindowStart = None,
+    window_end: WindowEnd = None,
+    contract_check: Annotated[bool, typer.Option(
+        "--contract/--no-contract", help="Run the Great Expectations contract and write its Data Docs.")] = True,
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
     try:
-        result = audit_run.audit(rounds, out, bets=bets, profile=profile)
+        options = audit_run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
+                                    bets_mapping=_mapping(bets_mapping), validate=contract_check,
+                                    window=_window(window_start, window_end))
+        result = audit_run.audit(rounds, out, options)
     except InputError as error:
         raise _fail(error) from None
     s = result.summary
@@ -67,9 +93,43 @@ def audit(
                    f"{finding['detail']}")
     if sum(s["findings"].values()) > len(shown):
         typer.echo("  ... the rest in findings.parquet")
-    written = [name for name in audit_run.OUTPUTS if (out / name).exists()]
+    for role, validation in s.get("contract", {}).items():
+        failed = [e for e in validation["expectations"] if e.get("success") is False]
+        typer.echo(f"Contract ({role}): {'all expectations met' if not failed else f'{len(failed)} not met'}")
+        for e in failed:
+            typer.echo(f"  {e['type']} {e['column'] or ''}: {e['unexpected_count']} unexpected, "
+                       f"e.g. {e['examples']}")
+    written = [name for name in (*audit_run.OUTPUTS, audit_run.DOCS) if (out / name).exists()]
     typer.echo(f"Written to {out}/: {', '.join(written)}")
     raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def validate(
+    log: Annotated[Path, typer.Argument(metavar="FILE", help="Round log (or, with --bets, a bets log).")],
+    bets: Annotated[bool, typer.Option("--bets", help="FILE is a bets log.")] = False,
+    mapping: MappingOption = None,
+    window_start: WindowStart = None,
+    window_end: WindowEnd = None,
+    docs: Annotated[Path | None, typer.Option(help="Write the Great Expectations Data Docs here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run the input contract alone. Exit 0: every expectation met; 1: some not met; 2: could not run."""
+    name = "bet_log" if bets else "round_log"
+    try:
+        opened = ingest.scan(log, name, _mapping(mapping))
+        view = ingest.collect(opened.path, [contract.view(opened, name)])[0]
+        result = contract.validate(view, name, _window(window_start, window_end), docs)
+    except InputError as error:
+        raise _fail(error) from None
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        for e in result["expectations"]:
+            state = e.get("skipped") or ("met" if e["success"] else
+                                         f"NOT MET: {e['unexpected_count']} unexpected, e.g. {e['examples']}")
+            typer.echo(f"{e['type']:<40} {e['column'] or '':<14} {state}")
+    raise typer.Exit(0 if result["success"] else 1)
 
 
 @app.command()

@@ -166,8 +166,9 @@ def scan(path: Path, contract_name: str, mapping: Mapping | None = None) -> Log:
         names = [renames.get(name, name) for name in names]
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
+        hint = "" if mapping else "; --mapping renames a provider's columns"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
-                         f"(found: {', '.join(names) or 'none'})")
+                         f"(found: {', '.join(names) or 'none'}{hint})")
     text = {c: _clean_text(pl.col(c).cast(pl.String)) if c in names else pl.lit(None, pl.String)
             for c in columns(contract_name)}
     if mapping is not None:
@@ -188,6 +189,15 @@ def scan(path: Path, contract_name: str, mapping: Mapping | None = None) -> Log:
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:
     return collect(path, [frame.select("source_row").head(1)])[0].height > 0
+
+
+def timestamp(text: pl.Expr) -> pl.Expr:
+    """An ISO 8601 date-time as UTC: with Z or an offset, or without (taken as UTC); null when unreadable."""
+    iso = text.str.replace(" ", "T", literal=True, n=1)
+    return pl.coalesce(
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_zone="UTC", strict=False),
+        iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_zone="UTC", strict=False),
+    )
 
 
 def _clean_text(column: pl.Expr) -> pl.Expr:

@@ -8,13 +8,15 @@ import pytest
 from conftest import ASSETS
 from pipeline import audit
 
+QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
+
 
 def _findings(out):
     return pl.read_parquet(out / "findings.parquet")
 
 
 def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
-    result = audit.audit(clean_log["parquet"], tmp_path)
+    result = audit.audit(clean_log["parquet"], tmp_path, QUICK)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary == result.summary
     assert summary["rows_read"] == summary["rounds_audited"] == 6000
@@ -27,7 +29,7 @@ def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
 
 @pytest.mark.parametrize("form", ["csv", "parquet"])
 def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_path, form):
-    result = audit.audit(faulted_log[form], tmp_path)
+    result = audit.audit(faulted_log[form], tmp_path, QUICK)
     faults = pl.read_csv(faulted_log["faults"])
     findings = _findings(tmp_path)
     assert faults.height > 200
@@ -43,13 +45,13 @@ def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_pa
 
 
 def test_csv_and_parquet_give_identical_findings(faulted_log, tmp_path):
-    audit.audit(faulted_log["csv"], tmp_path / "csv")
-    audit.audit(faulted_log["parquet"], tmp_path / "parquet")
+    audit.audit(faulted_log["csv"], tmp_path / "csv", QUICK)
+    audit.audit(faulted_log["parquet"], tmp_path / "parquet", QUICK)
     assert _findings(tmp_path / "csv").equals(_findings(tmp_path / "parquet"))
 
 
 def test_hand_written_log_with_every_notation(tmp_path):
-    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path)
+    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path, QUICK)
     findings = _findings(tmp_path)
     assert sorted(findings.select("source_row", "round_id", "check").iter_rows()) == [
         (1, "R1", "DUPLICATE_ROUND"),
@@ -85,7 +87,7 @@ def test_hand_written_log_with_every_notation(tmp_path):
 def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
     log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).drop("outcome", "banker_total")
     log.write_parquet(tmp_path / "no_outcome.parquet")
-    result = audit.audit(tmp_path / "no_outcome.parquet", tmp_path / "out")
+    result = audit.audit(tmp_path / "no_outcome.parquet", tmp_path / "out", QUICK)
     assert result.summary["checks"]["OUTCOME"] == "skipped: the log has no outcome column"
     assert result.summary["checks"]["BANKER_TOTAL"] == "skipped: the log has no banker_total column"
     assert result.summary["checks"]["PLAYER_TOTAL"] == "ran"
@@ -93,7 +95,7 @@ def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
 
 
 def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_log, tmp_path):
-    audit.audit(faulted_log["parquet"], tmp_path)
-    audit.audit(clean_log["parquet"], tmp_path)
+    audit.audit(faulted_log["parquet"], tmp_path)  # with the contract: writes contract/
+    audit.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["findings.parquet", "quarantine.parquet", "summary.json"]

@@ -51,7 +51,7 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
     path = make(tmp_path)
     completed = subprocess.run(
-        [sys.executable, "-c", "from pipeline.cli import main; main()", "audit", str(path), "--out",
+        [sys.executable, "-m", "pipeline", "audit", str(path), "--out",
          str(tmp_path / "out")],
         capture_output=True, text=True,
     )
@@ -63,7 +63,7 @@ def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, mess
 
 def test_unknown_option_is_one_line_and_exit_2(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-c", "from pipeline.cli import main; main()", "audit", "x.csv", "--bogus"],
+        [sys.executable, "-m", "pipeline", "audit", "x.csv", "--bogus"],
         capture_output=True, text=True,
     )
     assert completed.returncode == 2

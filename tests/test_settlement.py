@@ -32,7 +32,7 @@ def _settlement(out):
 
 
 def test_hand_checked_bets_under_the_standard_profile(tmp_path):
-    result = audit.audit(ROUNDS, tmp_path, bets=BETS)
+    result = audit.audit(ROUNDS, tmp_path, audit.Options(bets=BETS, validate=False))
     assert _settlement(tmp_path) == {
         "B3": ("0.00", "60"),  # K-5 is no pair
         "B5": ("19.50", "20.00"),  # commission not taken
@@ -63,13 +63,13 @@ def test_hand_checked_bets_under_the_standard_profile(tmp_path):
 
 
 def test_the_profile_changes_what_is_owed(tmp_path):
-    audit.audit(ROUNDS, tmp_path / "s6", bets=BETS, profile="super-6")
+    audit.audit(ROUNDS, tmp_path / "s6", audit.Options(bets=BETS, profile="super-6", validate=False))
     owed = _settlement(tmp_path / "s6")
     assert owed["B25"] == ("15.00", "20")  # Banker won with 6: 0.5:1
     assert "B5" not in owed and owed["B4"] == ("20.02", "19.5195")  # no commission
     detail = pl.read_parquet(tmp_path / "s6" / "findings.parquet").filter(pl.col("bet_id") == "B25")["detail"][0]
     assert "Banker won with 6: pays 0.5:1 (super-6 profile); stake 10, expected 15.00, paid 20." in detail
-    audit.audit(ROUNDS, tmp_path / "chips", bets=BETS, profile="floor-chips")
+    audit.audit(ROUNDS, tmp_path / "chips", audit.Options(bets=BETS, profile="floor-chips", validate=False))
     # 19.5195 rounded up (in the player's favour) to the 0.25 chip.
     assert _settlement(tmp_path / "chips")["B4"] == ("19.75", "19.5195")
 
@@ -78,7 +78,7 @@ def test_the_profile_changes_what_is_owed(tmp_path):
 def test_correctly_paid_log_has_no_settlement_findings(profile, tmp_path):
     log = generate.generate(800, seed=21, profile_names=(profile,), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    result = audit.audit(paths["parquet"], tmp_path / "out", bets=paths["bets_csv"])
+    result = audit.audit(paths["parquet"], tmp_path / "out", audit.Options(bets=paths["bets_csv"], validate=False))
     offered = set(bets.offered(profiles.load(profile)))
     assert {b["bet_type"] for b in log.bets} == offered
     s = result.summary
@@ -90,7 +90,7 @@ def test_injected_payout_faults_on_a_mixed_profile_log_are_flagged_on_exactly_th
     log = generate.generate(4000, seed=22, fault_rate=0.03, tables=5, profile_names=tuple(profiles.available()),
                             with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    result = audit.audit(paths["csv"], tmp_path / "out", bets=paths["bets_parquet"])
+    result = audit.audit(paths["csv"], tmp_path / "out", audit.Options(bets=paths["bets_parquet"], validate=False))
     faults = pl.read_csv(paths["faults"])
     findings = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
     expected = faults.filter(pl.col("check") == "SETTLEMENT")["bet_id"]
@@ -107,9 +107,9 @@ def test_unknown_profile_in_the_log_stops_the_run(tmp_path):
     log = pl.read_csv(ROUNDS, infer_schema=False).with_columns(profile=pl.lit("baccarat-royale"))
     log.write_csv(tmp_path / "rounds.csv")
     with pytest.raises(InputError, match="rounds.csv: column profile: unknown rules profile 'baccarat-royale'"):
-        audit.audit(tmp_path / "rounds.csv", tmp_path / "out")
+        audit.audit(tmp_path / "rounds.csv", tmp_path / "out", audit.Options(validate=False))
     with pytest.raises(InputError, match="unknown rules profile 'nope'"):
-        audit.audit(ROUNDS, tmp_path / "out", profile="nope")
+        audit.audit(ROUNDS, tmp_path / "out", audit.Options(profile="nope"))
 
 
 def test_a_profile_is_a_file(tmp_path, monkeypatch):

@@ -1,0 +1,5 @@
+"""`python -m pipeline ...` is `baccarat-audit ...`."""
+
+from pipeline.cli import main
+
+main()

@@ -1,0 +1,87 @@
+"""The Great Expectations contract: suites in schemas/, results in summary.json, Data Docs, mappings."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ASSETS
+from pipeline import audit, bets, cards, contract, ingest
+from pipeline.cli import app
+
+runner = CliRunner()
+DATA = ASSETS.parent.parent / "data"
+
+
+def _by_column(result: dict) -> dict:
+    return {(e["type"].removeprefix("expect_"), e["column"]): e for e in result["expectations"]}
+
+
+def test_the_suites_state_the_same_vocabulary_as_the_engine():
+    suite = {e["kwargs"].get("column"): e for e in ingest.contract("round_log")["expectations"]
+             if e["type"] == "expect_column_values_to_be_in_set"}
+    assert set(suite["player_card_1"]["kwargs"]["value_set"]) == {s.upper() for s in cards.SPELLINGS}
+    assert set(suite["outcome"]["kwargs"]["value_set"]) == set(ingest.outcome_spellings())
+    (bet_types,) = (e["kwargs"]["value_set"] for e in ingest.contract("bet_log")["expectations"]
+                    if e["kwargs"].get("column") == "bet_type")
+    assert tuple(bet_types) == bets.BET_TYPES
+
+
+def test_every_audit_runs_the_contract_and_writes_data_docs(tmp_path):
+    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path,
+                         audit.Options(bets=ASSETS / "mixed_notation_bets.csv"))
+    rounds = _by_column(result.summary["contract"]["rounds"])
+    assert rounds["column_values_to_be_unique", "round_id"]["unexpected_count"] == 2
+    assert rounds["column_values_to_be_in_set", "player_card_1"]["examples"] == ["XX"]
+    assert rounds["column_values_to_be_in_set", "player_total"]["examples"] == ["15"]
+    assert rounds["column_values_to_be_in_set", "outcome"]["examples"] == ["DRAGON"]
+    assert rounds["column_values_to_be_in_set", "banker_card_1"]["success"] is True
+    assert rounds["column_values_to_be_between", "dealt_at"]["skipped"] == "skipped: the log has no dealt_at column"
+    placed = _by_column(result.summary["contract"]["bets"])
+    assert placed["column_values_to_be_in_set", "bet_type"]["examples"] == ["FOO"]
+    assert placed["column_values_to_be_between", "stake"]["unexpected_count"] == 1  # the stake of 0
+    assert result.summary["contract"]["rounds"]["success"] is False
+    assert (tmp_path / "contract" / "index.html").is_file()
+    assert list((tmp_path / "contract" / "validations").rglob("*.html"))
+    assert json.loads((tmp_path / "summary.json").read_text())["contract"] == result.summary["contract"]
+
+
+def test_a_clean_log_meets_the_contract_inside_its_window(clean_log, tmp_path):
+    inside = contract.Window(*(pl.Series([t]).str.to_datetime(time_zone="UTC")[0]
+                               for t in ("2026-11-29T17:00:00", "2026-11-30T18:00:00")))
+    result = audit.audit(clean_log["csv"], tmp_path, audit.Options(window=inside))
+    assert result.summary["contract"]["rounds"]["success"] is True
+    assert result.exit_code == 0
+
+
+def test_validate_checks_the_window_alone(tmp_path):
+    args = ["validate", DATA / "rounds.csv", "--window-start", "2026-11-29T18:00:00",
+            "--window-end", "2026-11-29T19:00:00", "--json"]
+    outside = runner.invoke(app, [str(a) for a in args])
+    assert outside.exit_code == 1
+    window = _by_column(json.loads(outside.output))["column_values_to_be_between", "dealt_at"]
+    dealt = pl.read_csv(DATA / "rounds.csv").select(ingest.timestamp(pl.col("dealt_at")).alias("t"))
+    late = dealt.filter(pl.col("t") > pl.datetime(2026, 11, 29, 19, time_zone="UTC")).height
+    assert window["unexpected_count"] == late > 0
+    inside = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(tmp_path / "docs")])
+    assert inside.exit_code == 0, inside.output
+    assert (tmp_path / "docs" / "index.html").is_file()
+
+
+def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):
+    mapped = audit.audit(DATA / "provider_b_rounds.csv", tmp_path / "mapped",
+                         audit.Options(mapping=ingest.load_mapping("provider-b"), validate=False))
+    original = pl.read_csv(DATA / "rounds.csv", infer_schema=False).head(300)
+    original.write_csv(tmp_path / "original.csv")
+    audit.audit(tmp_path / "original.csv", tmp_path / "plain", audit.Options(validate=False))
+    columns = ["source_row", "round_id", "check", "expected", "recorded"]
+    found = pl.read_parquet(tmp_path / "mapped" / "findings.parquet").select(columns)
+    assert found.height > 0
+    assert found.equals(pl.read_parquet(tmp_path / "plain" / "findings.parquet").select(columns))
+    assert mapped.summary["inputs"][0]["mapping"]["path"].endswith("provider-b.json")
+
+
+def test_unknown_mapping_is_exit_2():
+    result = runner.invoke(app, ["audit", str(DATA / "provider_b_rounds.csv"), "--out", "x", "--mapping", "nope"])
+    assert result.exit_code == 2

@@ -1,0 +1,120 @@
+"""Bad input: every case gets one line naming the file and what was expected, or a quarantine with
+reasons while the rest is audited. Never a traceback; the counts always add up."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import ASSETS
+
+HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
+GOOD = "R1,KS,9H,5D,QC,,,5"
+
+
+def cli(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", *map(str, args)], capture_output=True, text=True)
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, str):
+        content = content.encode()
+    path.write_bytes(content)
+    return path
+
+
+def _parquet_bytes(tmp_path: Path) -> bytes:
+    pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).write_parquet(tmp_path / "whole.parquet")
+    return (tmp_path / "whole.parquet").read_bytes()
+
+
+def _corrupt(data: bytes) -> bytes:
+    middle = bytearray(data)
+    middle[8:-200] = b"\x55" * len(middle[8:-200])
+    return bytes(middle)
+
+
+UNRUNNABLE = {
+    "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
+    "a directory": (lambda d: d, "not a file"),
+    "neither CSV nor Parquet": (lambda d: write(d / "log.xlsx", "PK\x03\x04"), "neither CSV (.csv) nor Parquet"),
+    "empty file": (lambda d: write(d / "empty.csv", ""), "the file is empty"),
+    "header only": (lambda d: write(d / "header.csv", HEADER + "\n"), "the header has no rows under it"),
+    "required column missing": (lambda d: write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),
+                                "required column banker_card_1"),
+    "duplicate columns": (lambda d: write(d / "dup.csv", "round_id," + HEADER + "\nR0," + GOOD + "\n"),
+                          "column round_id appears more than once in the header"),
+    "truncated Parquet": (lambda d: write(d / "cut.parquet", _parquet_bytes(d)[:300]),
+                          "not a readable parquet file"),
+    "corrupt Parquet": (lambda d: write(d / "bad.parquet", _corrupt(_parquet_bytes(d))), "parquet"),
+}
+
+
+@pytest.mark.parametrize("case", UNRUNNABLE)
+def test_input_that_cannot_be_audited_gets_one_line_and_exit_2(case, tmp_path):
+    make, message = UNRUNNABLE[case]
+    path = make(tmp_path)
+    completed = cli("audit", path, "--out", tmp_path / "out", "--no-contract")
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    line = completed.stderr
+    assert line.startswith("error: ") and line.count("\n") == 1, line
+    assert str(path.name) in line and message in line
+    assert not (tmp_path / "out" / "findings.parquet").exists()
+
+
+AUDITABLE = {
+    "too many and too few fields": (
+        f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,5,extra\nR3,KS,9H,5D,QC\n\"R4\",\"KS\",9H,5D,QC,,,5\n",
+        {2: "the row has 9 fields, the header 8", 3: "the row has 5 fields, the header 8"},
+    ),
+    "bytes that are not UTF-8": (
+        f"{HEADER}\n{GOOD}\n".encode() + b"R2,K\xffS,9H,5D,QC,,,5\nR3,KS,9H,5D,QC,,,5\n",
+        {2: "player_card_1 holds bytes that are not UTF-8; player_card_1 'K\ufffdS' is not a card"},
+    ),
+    "a text total": (f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,five\n", {}),
+}
+
+
+@pytest.mark.parametrize("case", AUDITABLE)
+def test_rows_that_cannot_be_replayed_are_quarantined_and_the_rest_audited(case, tmp_path):
+    content, reasons = AUDITABLE[case]
+    path = write(tmp_path / "log.csv", content)
+    completed = cli("audit", path, "--out", tmp_path / "out", "--no-contract")
+    assert completed.returncode == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    quarantine = pl.read_parquet(tmp_path / "out" / "quarantine.parquet")
+    assert dict(quarantine.select("source_row", "reason").iter_rows()) == reasons
+    assert summary["rows_read"] == summary["rounds_audited"] + summary["rows_quarantined"]
+    assert summary["rows_read"] == content.count(b"\n" if isinstance(content, bytes) else "\n") - 1
+
+
+def test_a_text_total_is_a_finding_not_a_rejection(tmp_path):
+    path = write(tmp_path / "log.csv", f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,five\n")
+    cli("audit", path, "--out", tmp_path, "--no-contract")
+    findings = pl.read_parquet(tmp_path / "findings.parquet")
+    assert findings.select("round_id", "check", "expected", "recorded").rows() == [("R2", "PLAYER_TOTAL", "5", "five")]
+
+
+def test_typed_parquet_columns_are_read_as_text(tmp_path):
+    """A numeric round_id and integer totals in Parquet are accepted and read as their text."""
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).filter(pl.col("round_id") == "R3")
+    log.with_columns(round_id=pl.lit(3), player_total=pl.lit(6), banker_total=pl.lit(7)).write_parquet(
+        tmp_path / "typed.parquet")
+    completed = cli("audit", tmp_path / "typed.parquet", "--out", tmp_path / "out", "--no-contract")
+    findings = pl.read_parquet(tmp_path / "out" / "findings.parquet")
+    assert completed.returncode == 1
+    assert findings.select("round_id", "check").rows() == [("3", "OUTCOME")]
+
+
+def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
+    out = tmp_path / "out"
+    assert cli("audit", clean_log["parquet"], "--out", out, "--no-contract").returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    broken = write(tmp_path / "broken.parquet", _corrupt(_parquet_bytes(tmp_path)))
+    assert cli("audit", broken, "--out", out, "--no-contract").returncode == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left either
