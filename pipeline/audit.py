@@ -84,6 +84,8 @@ class Options:
 def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (and optionally its bets) into `out_dir`."""
     started = datetime.now(UTC)
+    if options.validate:
+        contract.preload()
     bets = options.bets
     log = ingest.scan(Path(rounds), "round_log", options.mapping)
     bet_log = ingest.scan(Path(bets), "bet_log", options.bets_mapping) if bets is not None else None

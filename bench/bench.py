@@ -1,0 +1,108 @@
+"""Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
+Python replay), with and without the Great Expectations contract, on generated logs.
+
+Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
+is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import audit, coup, generate, ingest
+
+BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
+
+
+def make_log(rounds: int, folder: Path) -> Path:
+    """A Parquet round log of `rounds` shoe-faithful rounds (2% faulted)."""
+    path = folder / f"rounds_{rounds}.parquet"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    base = folder / f"base_{BASE_ROUNDS}.parquet"
+    if not base.exists():
+        generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=0.02, tables=8), folder / "base")
+        (folder / "base" / "rounds.parquet").rename(base)
+    copies = -(-rounds // BASE_ROUNDS)
+    one = pl.scan_parquet(base)
+    pl.concat([one.with_columns(round_id=pl.col("round_id") + f"-{i}", shoe_id=pl.col("shoe_id") + f"-{i}")
+               for i in range(copies)]).head(rounds).sink_parquet(path)
+    return path
+
+
+def row_by_row(path: Path) -> int:
+    """What an analyst would write first: read the rows, parse each card, replay each coup in Python."""
+    from pipeline import cards
+
+    flagged = 0
+    columns = ["player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3"]
+    for row in pl.read_parquet(path, columns=columns).iter_rows():
+        values = [None if c is None else cards.value_of(cards.parse(c)) for c in row]
+        replay = coup.replay(*values)
+        flagged += replay.player_must_draw != replay.player_drew or replay.banker_must_draw != replay.banker_drew
+    return flagged
+
+
+def one(task: str, path: Path, out: Path) -> dict:
+    """Run one measured task in this process; report wall seconds and peak RSS."""
+    start = time.perf_counter()
+    if task == "read":
+        pl.scan_parquet(path).select(ingest.columns("round_log")[:14]).collect()
+    elif task == "audit":
+        audit.audit(path, out, audit.Options(validate=False))
+    elif task == "audit+contract":
+        audit.audit(path, out)
+    elif task == "row-by-row":
+        row_by_row(path)
+    seconds = time.perf_counter() - start
+    return {"task": task, "seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def measure(task: str, path: Path, out: Path) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--one", task, str(path), str(out)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--dir", type=Path, default=Path("bench/logs"))
+    parser.add_argument("--row-by-row-max", type=int, default=1_000_000,
+                        help="largest log the row-by-row replay is run on (it is slow)")
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        task, path, out = args.one
+        print(json.dumps(one(task, Path(path), Path(out))))
+        return
+    print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
+          f"polars {pl.__version__}")
+    for rounds in args.rounds:
+        path = make_log(rounds, args.dir)
+        tasks = ["read", "audit", "audit+contract"]
+        if rounds <= args.row_by_row_max:
+            tasks.append("row-by-row")
+        figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}
+        print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet)")
+        for t, f in figures.items():
+            print(f"  {t:<15} {f['seconds']:8.2f} s  {rounds / f['seconds']:>12,.0f} rounds/s  "
+                  f"peak {f['peak_mib']:7.0f} MiB")
+        base = figures["audit"]["seconds"]
+        print(f"  audit / bare read           {base / figures['read']['seconds']:6.1f}x")
+        print(f"  audit+contract / audit      {figures['audit+contract']['seconds'] / base:6.2f}x")
+        if "row-by-row" in figures:
+            print(f"  row-by-row / audit          {figures['row-by-row']['seconds'] / base:6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
