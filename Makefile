@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLE := data/rounds.csv --bets data/bets.csv
 
-.PHONY: audit test sample clean
+.PHONY: audit test sample bench clean
 
 $(BIN)/baccarat-audit: pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(BIN)/baccarat-audit
 sample: $(BIN)/baccarat-audit
 	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --bets \
 	  --profile standard --profile super-6 --profile ez-baccarat --profile tie-9 --out data
+
+## Benchmark the audit on generated 1M- and 10M-round logs (several minutes; logs kept in bench/logs).
+bench: $(BIN)/baccarat-audit
+	$(BIN)/python bench/bench.py --rounds 1000000 10000000
 
 clean:
 	rm -rf $(VENV) out
