@@ -1,8 +1,9 @@
-"""The audit run: ingest -> replay -> checks -> findings (and settlement), written to a directory.
+"""The audit run: ingest -> replay -> checks -> findings (and settlement, integrity, fairness).
 
 All row work is lazy polars; every output comes from one plan through `pl.collect_all`. Files are
-written under a temporary name and moved into place, so a run that dies never leaves a findings file
-that looks complete, and a re-run replaces the previous result.
+written to a staging folder inside the output directory and moved into place only when the run is
+complete, so a run that dies never leaves a findings file that looks complete, a failed run leaves the
+previous result whole, and a re-run replaces it.
 """
 
 from __future__ import annotations
@@ -12,20 +13,21 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__, cards, contract, ingest, profiles, settlement
+from pipeline import __version__, cards, contract, fairness, ingest, integrity, profiles, settlement
 from pipeline.checks import CHECKS, CODES
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, round_findings
 from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_row", *ingest.columns("round_log"))
-OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "summary.json")
+OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
+           "summary.json")
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 
@@ -60,16 +62,6 @@ def profiles_in(log: ingest.Log, default: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Result:
-    summary: dict
-    out_dir: Path
-
-    @property
-    def exit_code(self) -> int:
-        return self.summary["exit_code"]
-
-
-@dataclass(frozen=True)
 class Options:
     """How to run an audit; the defaults are the nightly job's."""
 
@@ -79,6 +71,58 @@ class Options:
     bets_mapping: ingest.Mapping | None = None
     validate: bool = True  # run the Great Expectations suites and write their Data Docs
     window: contract.Window = contract.Window()
+    fairness_threshold: float = fairness.DEFAULT_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Result:
+    summary: dict
+    out_dir: Path
+
+    @property
+    def exit_code(self) -> int:
+        return self.summary["exit_code"]
+
+
+@dataclass
+class _Plan:
+    """Everything one run computes: files to sink and small frames to collect, from one scan."""
+
+    sinks: dict[str, pl.LazyFrame] = field(default_factory=dict)
+    frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
+
+
+def _plan(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
+          started: datetime) -> _Plan:
+    plan = _Plan()
+    parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
+    rejected = pl.col("reject").is_not_null()
+    replayed = replayable(parsed)
+    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
+                         schema={"profile": pl.String, "decks": pl.Int64})
+    states = integrity.requirements(log.columns, suited_cards=1)  # suits are counted below
+    findings = [round_findings(replayed), integrity.integrity_findings(replayed, decks, states, started)]
+    plan.frames["rounds"] = parsed.select(
+        rows_read=pl.len(), rows_quarantined=rejected.sum(),
+        suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
+                                       for c in ingest.CARD_COLUMNS).sum(),
+    )
+    levels = [level for level in fairness.LEVELS if level in log.columns]
+    if levels:
+        plan.frames["fairness"] = fairness.group_counts(replayed, decks, levels)
+    plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
+    if options.validate:
+        plan.frames["rounds_view"] = contract.view(log, "round_log")
+    if bet_log is not None:
+        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed), parsed.filter(rejected), names)
+        findings.append(settlement.bet_findings(settled).cast(FINDINGS_SCHEMA))
+        plan.frames["bets"] = settlement.bet_counts(settled)
+        plan.sinks["bets_quarantine.parquet"] = settled.filter(pl.col("reject").is_not_null()).select(
+            *settlement.BET_COLUMNS, reason=pl.col("reject"))
+        if options.validate:
+            plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
+    plan.sinks["findings.parquet"] = pl.concat(findings)
+    return plan
 
 
 def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
@@ -86,39 +130,20 @@ def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
     started = datetime.now(UTC)
     if options.validate:
         contract.preload()
-    bets = options.bets
     log = ingest.scan(Path(rounds), "round_log", options.mapping)
-    bet_log = ingest.scan(Path(bets), "bet_log", options.bets_mapping) if bets is not None else None
-    profile = options.profile
-    names = profiles_in(log, profile)
-    parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(profile))
-    rejected = pl.col("reject").is_not_null()
-    quarantine = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
-    replayed = replayable(parsed)
-    findings = round_findings(replayed)
-    plans = {"rounds": parsed.select(rows_read=pl.len(), rows_quarantined=rejected.sum())}
-    if options.validate:
-        plans["rounds_view"] = contract.view(log, "round_log")
-    if bet_log is not None:
-        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed),
-                                    parsed.filter(rejected), names)
-        findings = pl.concat([findings, settlement.bet_findings(settled).cast(FINDINGS_SCHEMA)])
-        plans["bets"] = settlement.bet_counts(settled)
-        if options.validate:
-            plans["bets_view"] = contract.view(bet_log, "bet_log")
-        bets_quarantine = settled.filter(pl.col("reject").is_not_null()).select(
-            *settlement.BET_COLUMNS, reason=pl.col("reject"))
+    bet_log = ingest.scan(Path(options.bets), "bet_log", options.bets_mapping) if options.bets else None
+    names = profiles_in(log, options.profile)
+    plan = _plan(log, bet_log, names, options, started)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
-        sinks = [findings.sink_parquet(staging / "findings.parquet", lazy=True),
-                 quarantine.sink_parquet(staging / "quarantine.parquet", lazy=True)]
-        if bet_log is not None:
-            sinks.append(bets_quarantine.sink_parquet(staging / "bets_quarantine.parquet", lazy=True))
-        counted = dict(zip(plans, ingest.collect(log.path, [*sinks, *plans.values()])[len(sinks):]))
-        summary = _summary(started, log, bet_log, names, counted, pl.read_parquet(staging / "findings.parquet"),
-                           options)
+        sinks = [frame.sink_parquet(staging / name, lazy=True) for name, frame in plan.sinks.items()]
+        collected = ingest.collect(log.path, [*sinks, *plan.frames.values()])[len(sinks):]
+        counted = dict(zip(plan.frames, collected))
+        tests = _fairness(counted, options, staging)
+        findings = pl.read_parquet(staging / "findings.parquet")
+        summary = _summary(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
             summary["contract"] = {
                 role: contract.validate(counted[f"{role}_view"], name, options.window, staging / DOCS)
@@ -127,18 +152,36 @@ def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
             if not all(result["success"] for result in summary["contract"].values()):
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        for name in OUTPUTS:
-            if (staging / name).exists():
-                os.replace(staging / name, out_dir / name)
-            elif (out_dir / name).exists():
-                (out_dir / name).unlink()  # left by an earlier run with other inputs
-        if (staging / DOCS).exists():
-            contract.move_docs(staging / DOCS, out_dir / DOCS)
-        elif (out_dir / DOCS).exists():
-            shutil.rmtree(out_dir / DOCS)
+        _publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
+
+
+def _fairness(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
+    """Write fairness.parquet and add TABLE_STATS findings; None when the log has no table, dealer or shoe."""
+    if "fairness" not in counted:
+        return None
+    tests = fairness.statistics(counted["fairness"], options.fairness_threshold)
+    tests.write_parquet(staging / "fairness.parquet")
+    flagged = fairness.table_findings(tests, options.fairness_threshold)
+    if flagged.height:
+        found = pl.concat([pl.read_parquet(staging / "findings.parquet"), flagged])
+        found.write_parquet(staging / "findings.parquet")
+    return tests
+
+
+def _publish(staging: Path, out_dir: Path) -> None:
+    """Move the finished outputs into place; remove what an earlier run left that this one did not write."""
+    for name in OUTPUTS:
+        if (staging / name).exists():
+            os.replace(staging / name, out_dir / name)
+        elif (out_dir / name).exists():
+            (out_dir / name).unlink()
+    if (staging / DOCS).exists():
+        contract.move_docs(staging / DOCS, out_dir / DOCS)
+    elif (out_dir / DOCS).exists():
+        shutil.rmtree(out_dir / DOCS)
 
 
 def _input(role: str, log: ingest.Log, mapping: ingest.Mapping | None) -> dict:
@@ -149,10 +192,15 @@ def _input(role: str, log: ingest.Log, mapping: ingest.Mapping | None) -> dict:
 
 
 def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
-             counted: dict[str, pl.DataFrame], findings: pl.DataFrame, options: Options) -> dict:
+             counted: dict[str, pl.DataFrame], findings: pl.DataFrame, tests: pl.DataFrame | None,
+             options: Options) -> dict:
     rounds = counted["rounds"].row(0, named=True)
     by_check = dict(findings.group_by("check").len().iter_rows())
-    codes = CODES + (("SETTLEMENT",) if bet_log is not None else ())
+    codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(("SETTLEMENT",) if bet_log is not None else ()))
+    checks = {c.code: "ran" if c.needs is None or c.needs in log.columns
+              else f"skipped: the log has no {c.needs} column" for c in CHECKS}
+    checks |= integrity.requirements(log.columns, rounds["suited_cards"])
+    checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     inputs = [_input("rounds", log, options.mapping)]
     summary = {
         "tool": {"name": "baccarat-audit", "version": __version__},
@@ -165,15 +213,20 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
         "rows_read": rounds["rows_read"],
         "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],
         "rows_quarantined": rounds["rows_quarantined"],
-        "rounds_flagged": findings.filter(pl.col("source") == "rounds")["source_row"].n_unique(),
+        "rounds_flagged": findings.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())
+        ["source_row"].n_unique(),
         "findings": {code: by_check.get(code, 0) for code in codes},
-        "checks": {
-            c.code: "ran" if c.needs is None or c.needs in log.columns
-            else f"skipped: the log has no {c.needs} column"
-            for c in CHECKS
-        },
+        "checks": checks,
     }
-    flagged = summary["rounds_flagged"] or summary["rows_quarantined"]
+    if tests is not None:
+        table_level = tests.filter(pl.col("level") == "table")
+        summary["fairness"] = {
+            "threshold": options.fairness_threshold,
+            "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
+            "tables_flagged": sorted(set(table_level.filter(pl.col("flagged"))["group"])),
+            "tables": table_level.to_dicts(),
+        }
+    flagged = summary["rounds_flagged"] or summary["rows_quarantined"] or by_check.get("TABLE_STATS", 0)
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
         inputs.append(_input("bets", bet_log, options.bets_mapping))

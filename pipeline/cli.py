@@ -178,15 +178,16 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed of the shuffle and the faults.")] = 1,
     fault_rate: Annotated[float, typer.Option(help="Share of rounds given one fault.", min=0, max=1)] = 0.0,
     tables: Annotated[int, typer.Option(help="Tables the rounds are spread over.", min=1)] = 4,
-    decks: Annotated[int, typer.Option(help="Decks in each shoe.", min=1)] = 8,
     bets: Annotated[bool, typer.Option("--bets", help="Also write bets.csv and bets.parquet.")] = False,
     profile: Annotated[list[str] | None, typer.Option(
-        help="Rules profile of the tables; repeat to give tables different games (round-robin).")] = None,
+        help="Rules profile of the tables (its decks too); repeat to give tables different games.")] = None,
+    stacked: Annotated[list[str] | None, typer.Option(
+        help="A table (e.g. T02) whose shoes favour Banker; repeatable.")] = None,
 ) -> None:
     """Deal shoe-faithful rounds into a round log, with faults injected at FAULT_RATE."""
     try:
-        log = generator.generate(rounds, seed, fault_rate, tables, decks,
-                                 tuple(profile or [profiles.DEFAULT]), with_bets=bets)
+        log = generator.generate(rounds, seed, fault_rate, tables, tuple(profile or [profiles.DEFAULT]),
+                                 with_bets=bets, stacked=tuple(stacked or ()))
     except InputError as error:
         raise _fail(error) from None
     paths = generator.write(log, out)

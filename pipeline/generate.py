@@ -3,7 +3,9 @@
 Cards come off a shuffled multi-deck shoe with suits: the first card is turned and burns as many
 cards as its value (10-value cards burn 10), a cut card sits 14-16 cards from the bottom, and when it
 comes out the coup in progress and one more are dealt. Each coup is dealt by `pipeline.tableau`.
-A faulted round breaks exactly one rule, so the audit must flag it with exactly one check code.
+A faulted round breaks exactly one rule, so the audit must flag it with exactly one check code:
+a reversed draw, a wrong total or result, a repeated round_id, a card re-suited so that the shoe shows
+it once too often, a skipped hand number, or a dealt_at earlier than the hand before.
 With bets, every round gets a few bets of the types its table's profile offers, paid by the scalar
 settlement (`pipeline.bets.settle`); a faulted bet is paid a wrong amount and must be flagged SETTLEMENT.
 """
@@ -11,6 +13,7 @@ settlement (`pipeline.bets.settle`); a faulted bet is paid a wrong amount and mu
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,8 +25,9 @@ from decimal import Decimal
 from pipeline import bets, cards, profiles, tableau
 from pipeline.settlement import money_str
 
-FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND")
-START = datetime(2026, 11, 29, 18, 0, 0)
+FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
+          "CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
+START = datetime(2026, 11, 1, 18, 0, 0)  # a month of play per table fits before this project's first run
 COUP_SECONDS = 50
 SHUFFLE_SECONDS = 300
 STAKES = tuple(Decimal(s) for s in ("5", "10", "25", "100", "12.50", "7.35", "1.01"))
@@ -67,30 +71,51 @@ def deal_coup(shoe: list[int], at: int, wrong: str | None) -> tuple[list[int], l
     return player, banker, at
 
 
-def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4, decks: int = 8,
-             profile_names: tuple[str, ...] = (profiles.DEFAULT,), with_bets: bool = False) -> Log:
-    """`rounds` coups over `tables` tables, each table dealing shoe after shoe.
+def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
+             profile_names: tuple[str, ...] = (profiles.DEFAULT,), with_bets: bool = False,
+             stacked: tuple[str, ...] = ()) -> Log:
+    """`rounds` coups over `tables` tables (T01, T02, ...), each dealing shoe after shoe.
 
-    Table k plays under `profile_names[k % len(profile_names)]`, written in the `profile` column.
+    Table k plays under `profile_names[k % len(profile_names)]` (its decks, its `profile` column).
+    A table named in `stacked` favours Banker: half of its Player wins are dealt again from the shoe,
+    the discarded cards never logged, so its shoes stay faithful while its outcomes are not.
     """
     rng = random.Random(seed)
     log = Log()
     per_table = -(-rounds // tables)
     for table in range(1, tables + 1):
+        table_id = f"T{table:02d}"
         profile = profiles.load(profile_names[(table - 1) % len(profile_names)])
-        clock = START
-        dealt, shoe_no = 0, 0
+        clock, dealt, shoe_no = START, 0, 0
         while dealt < per_table and len(log.rows) < rounds:
             shoe_no += 1
-            shoe = new_shoe(rng, decks)
+            shoe = new_shoe(rng, profile.decks)
             cut = len(shoe) - rng.randint(14, 16)
             at, hand_no, one_more = burn(shoe), 0, False
+            shown: Counter[int] = Counter()  # cards logged from this shoe so far
+            owed_card_fault = False
+            previous_at = clock
             while dealt < per_table and len(log.rows) < rounds:
                 hand_no += 1
                 fault = rng.choice(FAULTS) if rng.random() < fault_rate else None
                 wrong = {"PLAYER_DRAW": "player", "BANKER_DRAW": "banker"}.get(fault)
                 player, banker, at = deal_coup(shoe, at, wrong)
-                place = (f"T{table:02d}", f"T{table:02d}-S{shoe_no:04d}", hand_no, clock)
+                while table_id in stacked and _player_wins(player, banker) and rng.random() < 0.5 and at < cut:
+                    player, banker, at = deal_coup(shoe, at, wrong)
+                if fault == "SHOE_SEQUENCE":
+                    hand_no += 1  # a hand number skipped
+                if fault == "TIMESTAMP" and hand_no == 1:
+                    fault = None  # "earlier than the hand before" needs a hand before
+                owed_card_fault |= fault == "CARD_COUNT"
+                if one_more and owed_card_fault:
+                    # Late in the shoe nearly every card has been shown as often as the decks hold.
+                    fault = "CARD_COUNT" if _one_card_too_many(player, banker, shown, profile.decks) else None
+                elif fault == "CARD_COUNT":
+                    fault = None  # applied at the shoe's last coup
+                shown.update(player + banker)
+                at_time = previous_at - timedelta(seconds=30) if fault == "TIMESTAMP" else clock
+                previous_at = at_time
+                place = (table_id, f"{table_id}-S{shoe_no:04d}", hand_no, at_time)
                 log.rows.append(_record(log, rng, fault, place, player, banker) | {"profile": profile.name})
                 if with_bets:
                     _place_bets(log, rng, fault_rate, profile, player, banker)
@@ -102,6 +127,24 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4, d
             clock += timedelta(seconds=SHUFFLE_SECONDS)
     _unsettleable_bets(log)
     return log
+
+
+def _player_wins(player: list[int], banker: list[int]) -> bool:
+    value = cards.value_of
+    return tableau.result(tableau.total(*map(value, player)), tableau.total(*map(value, banker))) == "PLAYER"
+
+
+def _one_card_too_many(player: list[int], banker: list[int], shown: Counter, decks: int) -> bool:
+    """Re-suit one card of the coup to a card already shown `decks` times in the shoe (same rank, so
+    the same value and pairs: only CARD_COUNT can notice). False when no card of the coup allows it."""
+    for hand in (player, banker):
+        for i, card in enumerate(hand):
+            for suit in range(1, 5):
+                twin = cards.code(cards.rank_of(card), suit)
+                if twin != card and shown[twin] >= decks:
+                    hand[i] = twin
+                    return True
+    return False
 
 
 def _place_bets(log: Log, rng: random.Random, fault_rate: float, profile: profiles.Profile,

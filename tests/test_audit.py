@@ -81,7 +81,9 @@ def test_hand_written_log_with_every_notation(tmp_path):
     assert (s["rows_read"], s["rounds_audited"], s["rows_quarantined"], s["rounds_flagged"]) == (13, 9, 4, 7)
     assert s["rows_read"] == s["rounds_audited"] + s["rows_quarantined"]
     assert s["findings"] == {"PLAYER_DRAW": 2, "BANKER_DRAW": 1, "PLAYER_TOTAL": 1, "BANKER_TOTAL": 0,
-                             "OUTCOME": 2, "DUPLICATE_ROUND": 2}
+                             "OUTCOME": 2, "DUPLICATE_ROUND": 2, "CARD_COUNT": 0, "SHOE_SEQUENCE": 0,
+                             "TIMESTAMP": 0, "TABLE_STATS": 0}
+    assert s["checks"]["CARD_COUNT"] == "skipped: the log has no shoe_id column"
 
 
 def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
@@ -98,4 +100,5 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
     audit.audit(faulted_log["parquet"], tmp_path)  # with the contract: writes contract/
     audit.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["findings.parquet", "quarantine.parquet", "summary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fairness.parquet", "findings.parquet", "quarantine.parquet",
+                                                          "summary.json"]

@@ -49,20 +49,20 @@ def test_every_audit_runs_the_contract_and_writes_data_docs(tmp_path):
 
 def test_a_clean_log_meets_the_contract_inside_its_window(clean_log, tmp_path):
     inside = contract.Window(*(pl.Series([t]).str.to_datetime(time_zone="UTC")[0]
-                               for t in ("2026-11-29T17:00:00", "2026-11-30T18:00:00")))
+                               for t in ("2026-11-01T17:00:00", "2026-11-03T18:00:00")))
     result = audit.audit(clean_log["csv"], tmp_path, audit.Options(window=inside))
     assert result.summary["contract"]["rounds"]["success"] is True
     assert result.exit_code == 0
 
 
 def test_validate_checks_the_window_alone(tmp_path):
-    args = ["validate", DATA / "rounds.csv", "--window-start", "2026-11-29T18:00:00",
-            "--window-end", "2026-11-29T19:00:00", "--json"]
+    args = ["validate", DATA / "rounds.csv", "--window-start", "2026-11-01T18:00:00",
+            "--window-end", "2026-11-01T19:00:00", "--json"]
     outside = runner.invoke(app, [str(a) for a in args])
     assert outside.exit_code == 1
     window = _by_column(json.loads(outside.output))["column_values_to_be_between", "dealt_at"]
     dealt = pl.read_csv(DATA / "rounds.csv").select(ingest.timestamp(pl.col("dealt_at")).alias("t"))
-    late = dealt.filter(pl.col("t") > pl.datetime(2026, 11, 29, 19, time_zone="UTC")).height
+    late = dealt.filter(pl.col("t") > pl.datetime(2026, 11, 1, 19, time_zone="UTC")).height
     assert window["unexpected_count"] == late > 0
     inside = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(tmp_path / "docs")])
     assert inside.exit_code == 0, inside.output

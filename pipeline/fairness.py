@@ -1,0 +1,147 @@
+"""Fairness statistics: each table's (dealer's, shoe's) outcomes against their exact expectations.
+
+Observed counts come from the replay (the cards as dealt), grouped by polars. Each round's expected
+probabilities come from the exact enumeration of its profile's shoe (`pipeline.odds`), so a group that
+mixes deck counts is still compared fairly: the expected count is the sum of its rounds' probabilities
+and the variance the sum of p(1 - p). Per group: a z-score and two-sided normal p-value for Banker
+wins, Player wins, Ties, naturals, Player pairs and Banker pairs, and a chi-square test (2 degrees of
+freedom) of the Banker/Player/Tie distribution.
+
+Tables are tested together, so their p-values are corrected with Benjamini-Hochberg (false discovery
+rate) over every table-level test (the chi-square and the natural and pair z-tests); a table is flagged
+TABLE_STATS when its smallest corrected p-value is below the threshold. Dealer and shoe rows are
+descriptive: they are reported, never flagged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+from scipy import stats
+
+from pipeline import odds
+from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
+
+STATISTICS = ("banker_wins", "player_wins", "ties", "naturals", "player_pairs", "banker_pairs")
+LEVELS = ("table_id", "dealer_id", "shoe_id")
+FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
+DEFAULT_THRESHOLD = 0.001
+MEANING = "A table's outcome frequencies are further from the exact expectation than chance allows."
+
+
+def probabilities(decks: int) -> dict[str, float]:
+    """Exact chance per round of each statistic, for a shoe of `decks` decks."""
+    tally = odds.finishes(decks)
+    total = sum(tally.values())
+    results = odds.result_counts_from(tally)
+    pair = float(odds.pair_probability(decks))
+    return {
+        "banker_wins": results["BANKER"] / total,
+        "player_wins": results["PLAYER"] / total,
+        "ties": results["TIE"] / total,
+        "naturals": sum(w for f, w in tally.items() if f.natural) / total,
+        "player_pairs": pair,
+        "banker_pairs": pair,
+    }
+
+
+def _observations(replayed: pl.LazyFrame, deck_counts: pl.LazyFrame) -> pl.LazyFrame:
+    per_decks = pl.LazyFrame(
+        [{"decks": d, **{f"p_{k}": v for k, v in probabilities(d).items()}}
+         for d in deck_counts.collect()["decks"].unique().to_list()],
+        schema={"decks": pl.Int64, **{f"p_{k}": pl.Float64 for k in STATISTICS}},
+    )
+    rank = {hand: [pl.col(f"{hand}_code_{i}") // 8 for i in (1, 2)] for hand in ("player", "banker")}
+    return (
+        replayed.join(deck_counts, on="profile", how="left").join(per_decks, on="decks", how="left")
+        .with_columns(
+            banker_wins=pl.col("result") == "BANKER",
+            player_wins=pl.col("result") == "PLAYER",
+            ties=pl.col("result") == "TIE",
+            naturals=pl.col("natural"),
+            player_pairs=rank["player"][0] == rank["player"][1],
+            banker_pairs=rank["banker"][0] == rank["banker"][1],
+        )
+    )
+
+
+def group_counts(replayed: pl.LazyFrame, deck_counts: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
+    """Per level and group: rounds, and for each statistic observed count, expected count and variance."""
+    observed = _observations(replayed, deck_counts)
+    frames = []
+    for level in levels:
+        aggregates = [pl.len().alias("rounds")]
+        for s in STATISTICS:
+            p = pl.col(f"p_{s}")
+            aggregates += [pl.col(s).sum().alias(f"{s}_observed"), p.sum().alias(f"{s}_expected"),
+                           (p * (1 - p)).sum().alias(f"{s}_variance")]
+        frames.append(observed.filter(pl.col(level).is_not_null()).group_by(level).agg(aggregates)
+                      .select(pl.lit(level.removesuffix("_id")).alias("level"), pl.col(level).alias("group"),
+                              pl.exclude(level)))
+    return pl.concat(frames)
+
+
+def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
+    """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p.
+
+    `counts` is the collected `group_counts`: one row per group, so this works on a few rows only.
+    """
+    rows = []
+    for group in counts.iter_rows(named=True):
+        place = {"level": group["level"], "group": group["group"], "rounds": group["rounds"]}
+        chi_square = 0.0
+        for s in STATISTICS:
+            observed, expected, variance = (group[f"{s}_{k}"] for k in ("observed", "expected", "variance"))
+            z = (observed - expected) / math.sqrt(variance) if variance > 0 else 0.0
+            rows.append(place | {"test": s, "observed": float(observed), "expected": expected, "statistic": z,
+                                 "p_value": float(2 * stats.norm.sf(abs(z)))})
+            if s in ("banker_wins", "player_wins", "ties") and expected > 0:
+                chi_square += (observed - expected) ** 2 / expected
+        rows.append(place | {"test": "outcome_chi_square", "observed": None, "expected": None,
+                             "statistic": chi_square, "p_value": float(stats.chi2.sf(chi_square, 2))})
+    schema = {"level": pl.String, "group": pl.String, "rounds": pl.UInt32, "test": pl.String,
+              "observed": pl.Float64, "expected": pl.Float64, "statistic": pl.Float64, "p_value": pl.Float64}
+    table = pl.DataFrame(rows, schema=schema, orient="row").with_row_index("row")
+    tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(FLAGGED_TESTS))
+    adjusted = pl.DataFrame({"row": tested["row"],
+                             "p_adjusted": _benjamini_hochberg(tested["p_value"].to_list())},
+                            schema={"row": pl.UInt32, "p_adjusted": pl.Float64})
+    return (table.join(adjusted, on="row", how="left", maintain_order="left").drop("row")
+            .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False)))
+
+
+def _benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1), in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        adjusted[i] = running
+    return adjusted
+
+
+def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
+    """TABLE_STATS findings: one per flagged table, naming its most significant test."""
+    flagged = (table.filter(pl.col("flagged")).sort("p_adjusted")
+               .group_by("group", maintain_order=True).first())
+    detail = [
+        f"Table {r['group']}: {r['test'].replace('_', ' ')} over {r['rounds']} rounds "
+        + (f"gives chi-square {r['statistic']:.1f} on 2 df" if r["observed"] is None
+           else f"observed {r['observed']:.0f}, expected {r['expected']:.1f} (z = {r['statistic']:.2f})")
+        + f"; Benjamini-Hochberg corrected p = {r['p_adjusted']:.3g}."
+        for r in flagged.iter_rows(named=True)
+    ]
+    return pl.DataFrame({
+        "source_row": [None] * flagged.height, "source": ["rounds"] * flagged.height,
+        "round_id": [None] * flagged.height, "table_id": flagged["group"],
+        "shoe_id": [None] * flagged.height, "hand_no": [None] * flagged.height,
+        "dealt_at": [None] * flagged.height, "bet_id": [None] * flagged.height,
+        "check": ["TABLE_STATS"] * flagged.height,
+        "expected": [f"corrected p >= {threshold:g}"] * flagged.height,
+        "recorded": [f"{p:.3g}" for p in flagged["p_adjusted"]],
+        "detail": detail,
+    }, schema=FINDINGS_SCHEMA).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail")

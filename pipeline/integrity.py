@@ -1,0 +1,149 @@
+"""Integrity across rounds: what no single coup can show, checked per shoe with window expressions.
+
+- CARD_COUNT: an exact card (rank and suit) dealt more often in one shoe than its decks hold. Burned
+  and cancelled cards count too when the log lists them (`burn_cards`, `cancelled_cards`).
+- SHOE_SEQUENCE: a hand_no that is not a number, repeated, or missing (a gap, or a shoe that does not
+  start at 1), and a shoe that deals more cards than it holds.
+- TIMESTAMP: dealt_at unreadable, later than the start of the run, or earlier than the hand before it
+  in the same shoe (which is also how a hand_no out of order against dealt_at shows).
+
+Each check needs certain columns (and CARD_COUNT needs suits); `requirements` says which ran.
+Rounds are taken in hand_no order within a shoe, the file order breaking ties.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import polars as pl
+
+from pipeline import cards, ingest
+from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
+
+CODES = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
+MEANINGS = {
+    "CARD_COUNT": "A card (rank and suit) appears more often in one shoe than the shoe's decks hold.",
+    "SHOE_SEQUENCE": "Within a shoe, a hand_no is missing, repeated or not a number, or the shoe deals "
+                     "more cards than it holds.",
+    "TIMESTAMP": "dealt_at is unreadable, later than the run, or earlier than the hand before it in the shoe.",
+}
+NEEDS = {"CARD_COUNT": ("shoe_id",), "SHOE_SEQUENCE": ("shoe_id", "hand_no"), "TIMESTAMP": ("dealt_at",)}
+EXTRA_CARDS = ("burn_cards", "cancelled_cards")  # space-separated card lists, when the log has them
+
+_ORDER = ["hand", "source_row"]
+DEAL_ORDER = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
+
+
+def requirements(columns: frozenset[str], suited_cards: int) -> dict[str, str]:
+    """Each integrity check: "ran", or "skipped: ..." with the reason."""
+    states = {}
+    for code, needs in NEEDS.items():
+        missing = [c for c in needs if c not in columns]
+        if missing:
+            states[code] = f"skipped: the log has no {' or '.join(missing)} column"
+        elif code == "CARD_COUNT" and suited_cards == 0:
+            states[code] = "skipped: the log records no suits"
+        else:
+            states[code] = "ran"
+    return states
+
+
+def _finding(frame: pl.LazyFrame, code: str, expected: pl.Expr, recorded: pl.Expr, detail: pl.Expr) -> pl.LazyFrame:
+    return frame.select(
+        "source_row", source=pl.lit("rounds"), round_id="round_id", table_id="table_id", shoe_id="shoe_id",
+        hand_no="hand_no", dealt_at="dealt_at", bet_id=pl.lit(None, pl.String), check=pl.lit(code),
+        expected=expected, recorded=recorded, detail=detail,
+    ).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail").cast(FINDINGS_SCHEMA)
+
+
+def _with_order(replayed: pl.LazyFrame, decks: pl.LazyFrame) -> pl.LazyFrame:
+    return replayed.join(decks, on="profile", how="left", maintain_order="left").with_columns(
+        hand=pl.col("hand_no").cast(pl.Int64, strict=False))
+
+
+def card_counts(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks."""
+    dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
+    # Unreadable entries of a burn or cancelled list parse to null and are not counted.
+    extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in EXTRA_CARDS]
+    long = (
+        rounds.filter(pl.col("shoe_id").is_not_null())
+        .with_columns(card=pl.concat_list(*extra, *dealt))
+        .explode("card")
+        .with_row_index("position")
+        .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
+        .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
+        .filter(pl.col("seen") == pl.col("decks") + 1)
+    )
+    name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
+                                         return_dtype=pl.String)
+    return _finding(
+        long, "CARD_COUNT",
+        expected=pl.format("at most {}", pl.col("decks")),
+        recorded=pl.format("{} {}", pl.col("seen"), name),
+        detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
+                         name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
+    )
+
+
+def shoe_sequence(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """SHOE_SEQUENCE findings: bad, repeated or missing hand numbers, and cards beyond the shoe."""
+    in_shoe = rounds.filter(pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null())
+    not_number = in_shoe.filter(pl.col("hand").is_null())
+    in_coup = 4 + pl.col("player_drew").cast(pl.Int64) + pl.col("banker_drew").cast(pl.Int64)
+    numbered = in_shoe.filter(pl.col("hand").is_not_null()).with_columns(
+        copy=pl.col("hand").cum_count().over("shoe_id", "hand", order_by="source_row"),
+        previous=pl.col("hand").shift(1).over("shoe_id", order_by=_ORDER),
+        cards_dealt=in_coup.cum_sum().over("shoe_id", order_by=_ORDER),
+    )
+    first_expected = pl.col("previous").fill_null(0) + 1
+    gap = (pl.col("copy") == 1) & (pl.col("hand") > first_expected)
+    holds = pl.col("decks") * 52
+    over = (pl.col("cards_dealt") > holds) & (pl.col("cards_dealt") - in_coup <= holds)  # where it first passes
+    return pl.concat([
+        _finding(not_number, "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
+                 pl.format("hand_no '{}' in shoe {} is not a whole number.", pl.col("hand_no"), pl.col("shoe_id"))),
+        _finding(numbered.filter(pl.col("copy") > 1), "SHOE_SEQUENCE", pl.lit("once per shoe"),
+                 pl.format("copy {}", pl.col("copy")),
+                 pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
+                           pl.col("copy"))),
+        _finding(numbered.filter(gap), "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
+                 pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
+                           pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
+                           pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
+                           .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1)))),
+        _finding(numbered.filter(over), "SHOE_SEQUENCE",
+                 pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
+                 pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
+                           pl.col("cards_dealt"), pl.col("decks"), holds)),
+    ])
+
+
+def timestamps(rounds: pl.LazyFrame, run_started: datetime) -> pl.LazyFrame:
+    """TIMESTAMP findings: unreadable, in the future of the run, or going backwards within a shoe."""
+    dated = rounds.filter(pl.col("dealt_at").is_not_null()).with_columns(
+        at=ingest.timestamp(pl.col("dealt_at")))
+    backwards = dated.filter(pl.col("shoe_id").is_not_null() & pl.col("at").is_not_null()).with_columns(
+        before=pl.col("at").shift(1).over("shoe_id", order_by=_ORDER)).filter(pl.col("at") < pl.col("before"))
+    started = pl.lit(run_started).dt.convert_time_zone("UTC")
+    return pl.concat([
+        _finding(dated.filter(pl.col("at").is_null()), "TIMESTAMP", pl.lit("an ISO 8601 date-time"),
+                 pl.col("dealt_at"), pl.format("dealt_at '{}' cannot be read as a date-time.", pl.col("dealt_at"))),
+        _finding(dated.filter(pl.col("at") > started), "TIMESTAMP",
+                 pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")), pl.col("dealt_at"),
+                 pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
+        _finding(backwards, "TIMESTAMP", pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
+                 pl.col("dealt_at"),
+                 pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
+                           pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))),
+    ])
+
+
+def integrity_findings(replayed: pl.LazyFrame, decks: pl.LazyFrame, states: dict[str, str],
+                       run_started: datetime) -> pl.LazyFrame:
+    """The findings of every integrity check that can run on this log."""
+    rounds = _with_order(replayed, decks)
+    parts = {"CARD_COUNT": lambda: card_counts(rounds), "SHOE_SEQUENCE": lambda: shoe_sequence(rounds),
+             "TIMESTAMP": lambda: timestamps(rounds, run_started)}
+    frames = [make() for code, make in parts.items() if states[code] == "ran"]
+    return pl.concat(frames) if frames else pl.LazyFrame(schema=FINDINGS_SCHEMA)

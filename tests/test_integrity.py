@@ -1,0 +1,92 @@
+"""Integrity across rounds and fairness statistics, on generated shoes and hand-written logs."""
+
+import polars as pl
+import pytest
+
+from conftest import ASSETS
+from pipeline import audit, fairness, generate
+
+QUICK = audit.Options(validate=False)
+INTEGRITY = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
+
+
+def _findings(out, codes=INTEGRITY):
+    return pl.read_parquet(out / "findings.parquet").filter(pl.col("check").is_in(codes))
+
+
+def test_clean_shoes_have_no_integrity_findings(clean_log, tmp_path):
+    result = audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    assert _findings(tmp_path, (*INTEGRITY, "TABLE_STATS")).height == 0
+    assert {result.summary["checks"][c] for c in (*INTEGRITY, "TABLE_STATS")} == {"ran"}
+
+
+def test_each_injected_integrity_fault_is_flagged_on_its_round(tmp_path):
+    log = generate.generate(8000, seed=31, fault_rate=0.03)
+    paths = generate.write(log, tmp_path / "log")
+    audit.audit(paths["parquet"], tmp_path / "out", QUICK)
+    faults = pl.read_csv(paths["faults"]).filter(pl.col("check").is_in(INTEGRITY))
+    assert set(faults["check"]) == set(INTEGRITY)
+    found = _findings(tmp_path / "out")
+    assert sorted(found.select("round_id", "check").iter_rows()) == sorted(faults.select("round_id", "check").iter_rows())
+
+
+def test_finding_texts_name_the_card_the_gap_and_the_time(tmp_path):
+    log = generate.generate(8000, seed=31, fault_rate=0.03)
+    audit.audit(generate.write(log, tmp_path / "log")["csv"], tmp_path / "out", QUICK)
+    found = _findings(tmp_path / "out")
+    card = found.filter(pl.col("check") == "CARD_COUNT").row(0, named=True)
+    assert card["expected"] == "at most 8" and card["recorded"].startswith("9 ")
+    assert "appears for the 9th time in shoe" in card["detail"]
+    gap = found.filter(pl.col("check") == "SHOE_SEQUENCE").row(0, named=True)
+    assert " missing." in gap["detail"] and int(gap["recorded"]) == int(gap["expected"]) + 1
+    late = found.filter(pl.col("check") == "TIMESTAMP").row(0, named=True)
+    assert "is earlier than the hand before it in shoe" in late["detail"]
+
+
+def test_burned_cards_count_and_bad_times_are_found(tmp_path):
+    rows = pl.read_csv(ASSETS / "integrity.csv", infer_schema=False)
+    result = audit.audit(ASSETS / "integrity.csv", tmp_path, QUICK)
+    found = _findings(tmp_path).select("round_id", "check", "recorded").rows()
+    assert found == [("S1-2", "CARD_COUNT", "9 KS"),
+                     ("S1-2", "TIMESTAMP", "yesterday"),
+                     ("S1-4", "TIMESTAMP", "2099-01-01T00:00:00Z")]
+    assert result.summary["rows_read"] == rows.height
+
+
+def test_checks_without_their_columns_or_suits_are_skipped(tmp_path):
+    rank_only = pl.read_csv(ASSETS / "integrity.csv", infer_schema=False).with_columns(
+        pl.col("^.*_card_.$").str.slice(0, pl.col("^.*_card_.$").str.len_chars() - 1)).drop("dealt_at", "hand_no")
+    rank_only.write_csv(tmp_path / "rank_only.csv")
+    result = audit.audit(tmp_path / "rank_only.csv", tmp_path / "out", QUICK)
+    assert result.summary["checks"]["CARD_COUNT"] == "skipped: the log records no suits"
+    assert result.summary["checks"]["SHOE_SEQUENCE"] == "skipped: the log has no hand_no column"
+    assert result.summary["checks"]["TIMESTAMP"] == "skipped: the log has no dealt_at column"
+    assert result.summary["checks"]["TABLE_STATS"] == "skipped: the log has no table_id column"
+
+
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_a_stacked_table_is_flagged_and_honest_tables_are_not(seed, tmp_path):
+    log = generate.generate(12000, seed=seed, tables=4, stacked=("T03",))
+    result = audit.audit(generate.write(log, tmp_path / "log")["parquet"], tmp_path / "out", QUICK)
+    assert result.summary["fairness"]["tables_flagged"] == ["T03"]
+    stats = _findings(tmp_path / "out", ("TABLE_STATS",)).row(0, named=True)
+    assert stats["table_id"] == "T03" and "Benjamini-Hochberg corrected p" in stats["detail"]
+    honest = generate.generate(12000, seed=seed, tables=4)
+    clean = audit.audit(generate.write(honest, tmp_path / "honest")["parquet"], tmp_path / "clean", QUICK)
+    assert clean.summary["fairness"]["tables_flagged"] == []
+
+
+def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
+    audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    table = pl.read_parquet(tmp_path / "fairness.parquet")
+    assert set(table["level"]) == {"table", "shoe"}
+    t01 = {r["test"]: r for r in table.filter((pl.col("group") == "T01")).iter_rows(named=True)}
+    p = fairness.probabilities(8)
+    assert t01["banker_wins"]["expected"] == pytest.approx(t01["banker_wins"]["rounds"] * p["banker_wins"])
+    assert p["player_pairs"] == pytest.approx(31 / 415)
+    assert t01["outcome_chi_square"]["p_adjusted"] >= t01["outcome_chi_square"]["p_value"]
+
+
+def test_benjamini_hochberg_matches_the_textbook_example():
+    p_values = [0.01, 0.04, 0.03, 0.005]
+    assert fairness._benjamini_hochberg(p_values) == pytest.approx([0.02, 0.04, 0.04, 0.02])
