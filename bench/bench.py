@@ -1,5 +1,6 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
-Python replay), with and without the Great Expectations contract, on generated logs.
+Python replay), with and without the Great Expectations contract and the checks across rounds
+(integrity and fairness), on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
@@ -56,9 +57,12 @@ def one(task: str, path: Path, out: Path) -> dict:
     """Run one measured task in this process; report wall seconds and peak RSS."""
     start = time.perf_counter()
     if task == "read":
-        pl.scan_parquet(path).select(ingest.columns("round_log")[:14]).collect()
+        scan = pl.scan_parquet(path)
+        scan.select(c for c in ingest.columns("round_log") if c in scan.collect_schema()).collect()
     elif task == "audit":
         audit.audit(path, out, audit.Options(validate=False))
+    elif task == "audit-per-round":
+        audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
     elif task == "audit+contract":
         audit.audit(path, out)
     elif task == "row-by-row":
@@ -89,7 +93,7 @@ def main() -> None:
           f"polars {pl.__version__}")
     for rounds in args.rounds:
         path = make_log(rounds, args.dir)
-        tasks = ["read", "audit", "audit+contract"]
+        tasks = ["read", "audit-per-round", "audit", "audit+contract"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}
@@ -100,6 +104,9 @@ def main() -> None:
         base = figures["audit"]["seconds"]
         print(f"  audit / bare read           {base / figures['read']['seconds']:6.1f}x")
         print(f"  audit+contract / audit      {figures['audit+contract']['seconds'] / base:6.2f}x")
+        print(f"  integrity and fairness cost "
+              f"{base - figures['audit-per-round']['seconds']:6.2f} s "
+              f"({base / figures['audit-per-round']['seconds']:.2f}x the per-round audit)")
         if "row-by-row" in figures:
             print(f"  row-by-row / audit          {figures['row-by-row']['seconds'] / base:6.1f}x")
 

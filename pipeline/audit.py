@@ -72,6 +72,7 @@ class Options:
     validate: bool = True  # run the Great Expectations suites and write their Data Docs
     window: contract.Window = contract.Window()
     fairness_threshold: float = fairness.DEFAULT_THRESHOLD
+    across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,16 @@ def _plan(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options
     replayed = replayable(parsed)
     decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                          schema={"profile": pl.String, "decks": pl.Int64})
-    states = integrity.requirements(log.columns, suited_cards=1)  # suits are counted below
-    findings = [round_findings(replayed), integrity.integrity_findings(replayed, decks, states, started)]
+    findings = [round_findings(replayed)]
+    if options.across_rounds:
+        states = integrity.requirements(log.columns, suited_cards=1)  # suits are counted below
+        findings.append(integrity.integrity_findings(replayed, decks, states, started))
     plan.frames["rounds"] = parsed.select(
         rows_read=pl.len(), rows_quarantined=rejected.sum(),
         suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
                                        for c in ingest.CARD_COLUMNS).sum(),
     )
-    levels = [level for level in fairness.LEVELS if level in log.columns]
+    levels = [level for level in fairness.LEVELS if level in log.columns and options.across_rounds]
     if levels:
         plan.frames["fairness"] = fairness.group_counts(replayed, decks, levels)
     plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
@@ -201,6 +204,8 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
               else f"skipped: the log has no {c.needs} column" for c in CHECKS}
     checks |= integrity.requirements(log.columns, rounds["suited_cards"])
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
+    if not options.across_rounds:
+        checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
     inputs = [_input("rounds", log, options.mapping)]
     summary = {
         "tool": {"name": "baccarat-audit", "version": __version__},

@@ -13,7 +13,7 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import contract, ingest, profiles
+from pipeline import contract, fairness, ingest, profiles
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
 
@@ -65,12 +65,16 @@ def audit(
     window_end: WindowEnd = None,
     contract_check: Annotated[bool, typer.Option(
         "--contract/--no-contract", help="Run the Great Expectations contract and write its Data Docs.")] = True,
+    fairness_threshold: Annotated[float, typer.Option(
+        help="Flag a table when its Benjamini-Hochberg corrected p-value is below this.", min=0, max=1)
+    ] = fairness.DEFAULT_THRESHOLD,
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
     try:
         options = audit_run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
                                     bets_mapping=_mapping(bets_mapping), validate=contract_check,
-                                    window=_window(window_start, window_end))
+                                    window=_window(window_start, window_end),
+                                    fairness_threshold=fairness_threshold)
         result = audit_run.audit(rounds, out, options)
     except InputError as error:
         raise _fail(error) from None
