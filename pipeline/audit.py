@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__, cards, contract, fairness, ingest, integrity, profiles, settlement
+from pipeline import __version__, cards, contract, evidence, fairness, ingest, integrity, profiles, report, settlement
 from pipeline.checks import CHECKS, CODES
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, round_findings
@@ -27,7 +27,7 @@ from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_row", *ingest.columns("round_log"))
 OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
-           "summary.json")
+           "evidence.json", "summary.json", "report.html")
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 
@@ -155,6 +155,9 @@ def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
             if not all(result["success"] for result in summary["contract"].values()):
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        gathered = evidence.gather(findings, log, bet_log, options.profile)
+        (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
+        report.write(staging)
         _publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -14,6 +14,7 @@ from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
 from pipeline import contract, fairness, ingest, profiles
+from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
 
@@ -197,6 +198,18 @@ def generate(
     paths = generator.write(log, out)
     typer.echo(f"{len(log.rows)} rounds and {len(log.bets)} bets ({len(log.faults)} faults) written to "
                f"{out}/; the faults are listed in {paths['faults']}")
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="An audit output directory.")],
+) -> None:
+    """Rebuild DIR/report.html from an audit's output directory, without re-auditing."""
+    try:
+        written = report_page.write(out)
+    except InputError as error:
+        raise _fail(error) from None
+    typer.echo(f"Written {written}")
 
 
 @app.command()

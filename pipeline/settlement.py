@@ -16,6 +16,7 @@ import polars as pl
 from pipeline import bets, profiles
 from pipeline.errors import InputError
 
+MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
 E4, E8, E12 = 10**4, 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)

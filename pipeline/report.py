@@ -1,0 +1,313 @@
+"""The regulator report: one self-contained HTML page built from an audit's output directory.
+
+Everything comes from the files the audit wrote (summary.json, findings, quarantines, fairness,
+evidence.json), so `baccarat-audit report DIR` rebuilds it without re-auditing. Charts are drawn by
+matplotlib as inline SVG with their text as text; the page loads nothing from anywhere.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import fairness, integrity, settlement
+from pipeline.checks import CHECKS
+from pipeline.errors import InputError
+
+MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
+            | {"SETTLEMENT": settlement.MEANING, "TABLE_STATS": fairness.MEANING})
+EXIT_MEANINGS = {0: "clean: every row audited, nothing flagged",
+                 1: "findings, quarantined rows or an unmet expectation"}
+BAND_Z = 3.29  # a 99.9% band around each expected share
+MOST_TABLES = 40  # tables drawn in the outcome chart (the most deviating first)
+MOST_REASONS = 20
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; color: #1a1a1a; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { border-bottom: 2px solid #ccc; margin-top: 2.2rem; }
+.verdict { font-size: 1.15rem; font-weight: 600; padding: .6rem .8rem; border-radius: 4px; }
+.clean { background: #e6f4ea; } .flagged { background: #fdecea; }
+table { border-collapse: collapse; margin: .6rem 0; } td, th { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code, .hash { font-family: ui-monospace, monospace; font-size: .85em; word-break: break-all; }
+.headline td { font-size: 1.05rem; } .chart svg { max-width: 100%; height: auto; }
+.finding { border-left: 4px solid #c62828; padding: .2rem .8rem; margin: .8rem 0; background: #fafafa; }
+.muted { color: #666; }
+@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } .finding, table, .chart { break-inside: avoid; } }
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _table(headers: list[str], rows: list[list[object]], numeric: set[int] = frozenset()) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{_e(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
+                         for i, v in enumerate(row)) + "</tr>"
+        for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _svg(figure) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(figure)
+    text = buffer.getvalue()
+    # The RDF metadata block names the plotting library and its licence; the page needs none of it.
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
+
+
+def _bar_chart(labels: list[str], counts: list[int], title: str, horizontal: bool = True) -> str:
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, max(1.6, 0.32 * len(labels) + 0.8)) if horizontal else (8, 3))
+    if horizontal:
+        axes.barh(labels[::-1], counts[::-1], color="#c62828")
+        axes.set_xlabel("findings")
+    else:
+        axes.bar(labels, counts, color="#c62828", width=0.9)
+        axes.set_ylabel("findings")
+        axes.tick_params(axis="x", labelrotation=60, labelsize=7)
+    axes.set_title(title, loc="left")
+    axes.spines[["top", "right"]].set_visible(False)
+    return f'<div class="chart">{_svg(figure)}</div>'
+
+
+def _over_time(findings: pl.DataFrame) -> str:
+    from pipeline.ingest import timestamp
+
+    dated = findings.select(at=timestamp(pl.col("dealt_at"))).drop_nulls()
+    if dated.height == 0:
+        return '<p class="muted">No finding carries a readable dealt_at: no chart over time.</p>'
+    span = dated["at"].max() - dated["at"].min()
+    every, unit = ("1h", "hour") if span.total_seconds() <= 3 * 86400 else ("1d", "day")
+    buckets = dated.group_by(pl.col("at").dt.truncate(every)).len().sort("at")
+    labels = [t.strftime("%Y-%m-%d %H:00" if unit == "hour" else "%Y-%m-%d") for t in buckets["at"]]
+    return _bar_chart(labels, buckets["len"].to_list(), f"Findings per {unit} dealt (UTC)", horizontal=False)
+
+
+def _outcome_chart(tests: pl.DataFrame) -> str:
+    import matplotlib.pyplot as plt
+
+    tables = tests.filter((pl.col("level") == "table") & pl.col("test").is_in(["banker_wins", "player_wins", "ties"]))
+    if tables.height == 0:
+        return ""
+    worst = (tables.group_by("group").agg(pl.col("statistic").abs().max().alias("z"))
+             .sort(["z", "group"], descending=[True, False]).head(MOST_TABLES)["group"].sort().to_list())
+    shown = tables.filter(pl.col("group").is_in(worst))
+    figure, axes = plt.subplots(figsize=(8, 0.35 * len(worst) + 1.4))
+    colours = {"banker_wins": "#c62828", "player_wins": "#1565c0", "ties": "#2e7d32"}
+    for offset, (test, colour) in zip((-0.22, 0, 0.22), colours.items()):
+        rows = {r["group"]: r for r in shown.filter(pl.col("test") == test).iter_rows(named=True)}
+        y = [i + offset for i in range(len(worst))]
+        share = [rows[g]["observed"] / rows[g]["rounds"] for g in worst]
+        expected = [rows[g]["expected"] / rows[g]["rounds"] for g in worst]
+        band = [BAND_Z * math.sqrt(e * (1 - e) / rows[g]["rounds"]) for g, e in zip(worst, expected)]
+        axes.errorbar(expected, y, xerr=band, fmt="|", color=colour, alpha=0.45, capsize=3)
+        axes.scatter(share, y, color=colour, s=18, label=test.replace("_", " "), zorder=3)
+    axes.set_yticks(range(len(worst)), worst)
+    axes.invert_yaxis()
+    axes.set_xlabel("share of rounds (dot: observed; bar: exact expectation with 99.9% band)")
+    axes.set_title("Outcomes per table against their exact expectation", loc="left")
+    axes.legend(loc="lower right", fontsize=8)
+    axes.spines[["top", "right"]].set_visible(False)
+    note = ("" if len(worst) == tables["group"].n_unique() else
+            f'<p class="muted">The {len(worst)} tables furthest from expectation are drawn; all are in fairness.parquet.</p>')
+    return f'<div class="chart">{_svg(figure)}</div>{note}'
+
+
+def _verdict(summary: dict) -> str:
+    flagged = sum(summary["findings"].values())
+    bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
+    unmet = [role for role, c in summary.get("contract", {}).items() if not c["success"]]
+    quarantined = summary["rows_quarantined"] + summary.get("bets_quarantined", 0)
+    if summary["exit_code"] == 0:
+        return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{bets} were audited '
+                "and every one was dealt, totalled, recorded and paid by the book; nothing was quarantined.</p>")
+    parts = [f"{flagged:,} findings on {summary['rounds_flagged']:,} rounds"]
+    if summary.get("bets_flagged"):
+        parts.append(f"{summary['bets_flagged']:,} bets wrongly paid")
+    if quarantined:
+        parts.append(f"{quarantined:,} rows quarantined")
+    if unmet:
+        parts.append(f"input contract not met ({', '.join(unmet)})")
+    return f'<p class="verdict flagged">Not clean: {"; ".join(parts)}.</p>'
+
+
+def _provenance(summary: dict) -> str:
+    rows_of = {"rounds": summary["rows_read"], "bets": summary.get("bets_read")}
+    inputs = [[i["role"], i["path"], i["format"], rows_of.get(i["role"]), i["sha256"],
+               f"{i['mapping']['path']} ({i['mapping']['sha256'][:12]}…)" if "mapping" in i else ""]
+              for i in summary["inputs"]]
+    rules = [[name, "contract", sha] for name, sha in summary["rules"]["contract"].items()]
+    for profile, files in summary["rules"]["profiles"].items():
+        rules += [[path, f"profile {profile}", sha] for path, sha in files.items()]
+    status = summary["exit_code"]
+    return (
+        "<h2>Provenance</h2>"
+        + _table(["tool", "version", "started (UTC)", "exit status"],
+                 [[summary["tool"]["name"], summary["tool"]["version"], summary["started_at"],
+                   f"{status}: {EXIT_MEANINGS.get(status, '')}"]])
+        + "<h3>Inputs</h3>" + _table(["role", "path", "format", "rows", "SHA-256", "mapping"], inputs, {3})
+        + "<h3>Rules</h3>" + _table(["file", "what", "SHA-256"], rules)
+    )
+
+
+def _headline(summary: dict) -> str:
+    rows = [["rounds read", f"{summary['rows_read']:,}"], ["rounds audited", f"{summary['rounds_audited']:,}"],
+            ["rounds flagged", f"{summary['rounds_flagged']:,}"], ["rounds quarantined", f"{summary['rows_quarantined']:,}"]]
+    if "bets_read" in summary:
+        rows += [["bets read", f"{summary['bets_read']:,}"], ["bets settled", f"{summary['bets_settled']:,}"],
+                 ["bets wrongly paid", f"{summary['bets_flagged']:,}"],
+                 ["bets quarantined", f"{summary['bets_quarantined']:,}"],
+                 ["overpaid in total", summary["overpaid"]], ["underpaid in total", summary["underpaid"]]]
+    return '<h2>Headline</h2><div class="headline">' + _table(["", ""], rows, {1}) + "</div>"
+
+
+def _explanation(entry: dict) -> str:
+    explained = entry.get("explanation")
+    parts = [f"<p><b>{_e(entry['check'])}</b> — row {_e(entry['source_row'])} of the {_e(entry['source'])} log, "
+             f"round <code>{_e(entry['round_id'])}</code>"
+             + (f", bet <code>{_e(entry['bet_id'])}</code>" if entry.get("bet_id") else "")
+             + (f", table {_e(entry['table_id'])}" if entry.get("table_id") else "") + "</p>",
+             f"<p>{_e(entry['detail'])}</p>",
+             f"<p>Expected <b>{_e(entry['expected'])}</b>, recorded <b>{_e(entry['recorded'])}</b>.</p>"]
+    if explained:
+        parts.append("<ol>" + "".join(f"<li>{_e(step)}</li>" for step in explained["steps"]) + "</ol>")
+        parts.append(_table(["field", "replayed", "recorded", "agrees"],
+                            [[c["field"], c["replayed"], c["recorded"] or "—",
+                              {True: "yes", False: "NO", None: "not recorded"}[c["agrees"]]]
+                             for c in explained["comparisons"]]))
+    for bet in entry.get("bets", []):
+        parts.append("<ol>" + "".join(f"<li>{_e(step)}</li>" for step in bet["steps"]) + "</ol>")
+    return '<div class="finding">' + "".join(parts) + "</div>"
+
+
+def _checks(summary: dict, evidence: dict) -> str:
+    out = ["<h2>Checks</h2>"]
+    rows = [[code, MEANINGS.get(code, ""), summary["checks"].get(code, "ran"), count]
+            for code, count in summary["findings"].items()]
+    out.append(_table(["check", "what it means", "state", "findings"], rows, {3}))
+    for code, count in summary["findings"].items():
+        if not count:
+            continue
+        shown = evidence.get(code, [])
+        out.append(f'<h3 id="{_e(code)}">{_e(code)}: {count:,} findings</h3><p>{_e(MEANINGS.get(code, ""))}</p>'
+                   f'<p class="muted">The first {len(shown)} in log order, replayed step by step; all are in '
+                   "findings.parquet.</p>")
+        out += [_explanation(entry) for entry in shown]
+    return "".join(out)
+
+
+def _contract(summary: dict) -> str:
+    if "contract" not in summary:
+        return "<h2>Input contract</h2><p>The contract was not run (--no-contract).</p>"
+    out = ['<h2>Input contract</h2><p>Great Expectations suites from <code>schemas/</code>; the full Data Docs '
+           'are in <a href="contract/index.html">contract/index.html</a>.</p>']
+    for role, result in summary["contract"].items():
+        rows = [[e["type"].removeprefix("expect_"), e["column"] or "",
+                 e.get("skipped") or ("met" if e["success"] else "NOT MET"), e.get("unexpected_count"),
+                 ", ".join(map(str, e.get("examples") or []))] for e in result["expectations"]]
+        out.append(f"<h3>{_e(role)}: {'all expectations met' if result['success'] else 'not met'}</h3>")
+        out.append(_table(["expectation", "column", "result", "unexpected", "examples"], rows, {3}))
+    return "".join(out)
+
+
+def _quarantine(out_dir: Path, summary: dict) -> str:
+    out = ["<h2>Quarantine</h2>"]
+    for name, label in (("quarantine.parquet", "round-log rows"), ("bets_quarantine.parquet", "bets")):
+        path = out_dir / name
+        if not path.exists():
+            continue
+        reasons = (pl.scan_parquet(path)
+                   .select(pl.col("reason").str.replace_all(r"'[^']*'", "'…'").alias("reason"), "source_row")
+                   .group_by("reason").agg(pl.len().alias("rows"), pl.col("source_row").head(5).alias("first rows"))
+                   .sort(["rows", "reason"], descending=[True, False]).collect())
+        total = int(reasons["rows"].sum()) if reasons.height else 0
+        out.append(f"<h3>{total:,} {label} quarantined</h3>")
+        if total:
+            out.append(_table(["why", "rows", "first rows"],
+                              [[r["reason"], r["rows"], ", ".join(map(str, r["first rows"]))]
+                               for r in reasons.head(MOST_REASONS).iter_rows(named=True)], {1}))
+    return "".join(out)
+
+
+def _fairness_section(out_dir: Path, summary: dict) -> str:
+    if "fairness" not in summary:
+        return "<h2>Fairness</h2><p>The log has no table_id, dealer_id or shoe_id: no statistics.</p>"
+    tests = pl.read_parquet(out_dir / "fairness.parquet")
+    f = summary["fairness"]
+    flagged = ", ".join(f["tables_flagged"]) or "none"
+    rows = [[r["group"], r["rounds"], r["test"].replace("_", " "),
+             "" if r["observed"] is None else f"{r['observed']:.0f}",
+             "" if r["expected"] is None else f"{r['expected']:.1f}", f"{r['statistic']:.2f}",
+             f"{r['p_value']:.3g}", "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
+             "FLAGGED" if r["flagged"] else ""]
+            for r in tests.filter(pl.col("level") == "table").head(MOST_TABLES * 7).iter_rows(named=True)]
+    return ("<h2>Fairness</h2>"
+            f"<p>Tables flagged (Benjamini-Hochberg corrected p below {f['threshold']:g}): <b>{_e(flagged)}</b>. "
+            "Expected values are exact, from the enumeration of each round's shoe. A flag is a reason to look, "
+            "not proof of a stacked shoe.</p>"
+            + _outcome_chart(tests)
+            + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "p", "corrected p", ""],
+                     rows, {1, 3, 4, 5, 6, 7}))
+
+
+def render(out_dir: Path) -> str:
+    """The report page for an audit output directory."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: small, selectable, no font files
+    matplotlib.rcParams["svg.hashsalt"] = "baccarat-audit"  # the same output directory, the same page
+    out_dir = Path(out_dir)
+    try:
+        summary = json.loads((out_dir / "summary.json").read_text())
+        findings = pl.read_parquet(out_dir / "findings.parquet")
+    except (OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"{out_dir}: not an audit output directory ({error})") from None
+    evidence_path = out_dir / "evidence.json"
+    evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else {}
+    charts = ""
+    if findings.height:
+        by_check = findings.group_by("check").len().sort(["len", "check"], descending=[True, False])
+        by_table = (findings.filter(pl.col("table_id").is_not_null()).group_by("table_id").len()
+                    .sort(["len", "table_id"], descending=[True, False]).head(MOST_TABLES))
+        charts = (_bar_chart(by_check["check"].to_list(), by_check["len"].to_list(), "Findings by check")
+                  + (_bar_chart(by_table["table_id"].to_list(), by_table["len"].to_list(), "Findings by table")
+                     if by_table.height else "")
+                  + _over_time(findings))
+    inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>Punto banco audit: {_e(inputs)}</title><style>{STYLE}</style></head><body>"
+        + _verdict(summary)
+        + f"<h1>Punto banco audit of {_e(inputs)}</h1>"
+        + f'<p class="muted">Started {_e(summary["started_at"])} by {_e(summary["tool"]["name"])} '
+          f'{_e(summary["tool"]["version"])}.</p>'
+        + _provenance(summary) + _headline(summary)
+        + (f"<h2>Findings at a glance</h2>{charts}" if charts else "")
+        + _checks(summary, evidence) + _fairness_section(out_dir, summary)
+        + _contract(summary) + _quarantine(out_dir, summary)
+        + "</body></html>\n"
+    )
+
+
+def write(out_dir: Path) -> Path:
+    """Write `report.html` into the output directory (atomically) and return its path."""
+    out_dir = Path(out_dir)
+    page = render(out_dir)
+    staged = out_dir / ".report.html.tmp"
+    staged.write_text(page, encoding="utf-8")
+    staged.replace(out_dir / "report.html")
+    return out_dir / "report.html"
