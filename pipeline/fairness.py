@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 
 import polars as pl
-from scipy import stats
 
 from pipeline import odds
 from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
@@ -87,6 +86,8 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
 
     `counts` is the collected `group_counts`: one row per group, so this works on a few rows only.
     """
+    from scipy import stats  # a second of import: only runs that compute statistics pay it
+
     rows = []
     for group in counts.iter_rows(named=True):
         place = {"level": group["level"], "group": group["group"], "rounds": group["rounds"]}

@@ -100,5 +100,6 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
     audit.audit(faulted_log["parquet"], tmp_path)  # with the contract: writes contract/
     audit.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fairness.parquet", "findings.parquet", "quarantine.parquet",
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.json", "fairness.parquet", "findings.parquet",
+                                                          "quarantine.parquet", "report.html",
                                                           "summary.json"]
