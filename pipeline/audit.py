@@ -87,43 +87,63 @@ class Result:
 
 @dataclass
 class _Plan:
-    """Everything one run computes: files to sink and small frames to collect, from one scan."""
+    """One pass over the data: files to sink and small frames to collect, from one scan."""
 
     sinks: dict[str, pl.LazyFrame] = field(default_factory=dict)
     frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
 
+    def run(self, path: Path, staging: Path) -> dict[str, pl.DataFrame]:
+        sinks = [frame.sink_parquet(staging / name, lazy=True) for name, frame in self.sinks.items()]
+        collected = ingest.collect(path, [*sinks, *self.frames.values()])[len(sinks):]
+        return dict(zip(self.frames, collected))
 
-def _plan(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
-          started: datetime) -> _Plan:
+
+REPLAYED = "replayed.parquet"  # the first pass's result, read by the second; never published
+
+
+def _first_pass(log: ingest.Log, bet_log: ingest.Log | None, options: Options) -> _Plan:
+    """Read and parse the log once: quarantine, counts, the contract's views, and the replayed rounds.
+
+    The replayed rounds go to a staging Parquet file that every check of the second pass scans, so
+    nothing is parsed twice and memory stays bounded whatever the size of the log.
+    """
     plan = _Plan()
     parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
     rejected = pl.col("reject").is_not_null()
-    replayed = replayable(parsed)
-    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
-                         schema={"profile": pl.String, "decks": pl.Int64})
-    findings = [round_findings(replayed)]
-    if options.across_rounds:
-        states = integrity.requirements(log.columns, suited_cards=1)  # suits are counted below
-        findings.append(integrity.integrity_findings(replayed, decks, states, started))
+    plan.sinks[REPLAYED] = replayable(parsed)
+    plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
     plan.frames["rounds"] = parsed.select(
         rows_read=pl.len(), rows_quarantined=rejected.sum(),
         suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
                                        for c in ingest.CARD_COLUMNS).sum(),
     )
-    levels = [level for level in fairness.LEVELS if level in log.columns and options.across_rounds]
-    if levels:
-        plan.frames["fairness"] = fairness.group_counts(replayed, decks, levels)
-    plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
     if options.validate:
         plan.frames["rounds_view"] = contract.view(log, "round_log")
+        if bet_log is not None:
+            plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
+    return plan
+
+
+def _second_pass(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
+                 started: datetime, staging: Path) -> _Plan:
+    """Every check over the replayed rounds (and the bets), and the fairness counts."""
+    plan = _Plan()
+    replayed = pl.scan_parquet(staging / REPLAYED)
+    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
+                         schema={"profile": pl.String, "decks": pl.Int64})
+    findings = [round_findings(replayed)]
+    if options.across_rounds:
+        findings.append(integrity.integrity_findings(replayed, decks, log.columns, started))
+        levels = [level for level in fairness.LEVELS if level in log.columns]
+        if levels:
+            plan.frames["fairness"] = fairness.observed_counts(replayed, levels)
     if bet_log is not None:
-        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed), parsed.filter(rejected), names)
+        quarantined = pl.scan_parquet(staging / "quarantine.parquet")
+        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed), quarantined, names)
         findings.append(settlement.bet_findings(settled).cast(FINDINGS_SCHEMA))
         plan.frames["bets"] = settlement.bet_counts(settled)
         plan.sinks["bets_quarantine.parquet"] = settled.filter(pl.col("reject").is_not_null()).select(
             *settlement.BET_COLUMNS, reason=pl.col("reject"))
-        if options.validate:
-            plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
     plan.sinks["findings.parquet"] = pl.concat(findings)
     return plan
 
@@ -136,14 +156,12 @@ def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
     log = ingest.scan(Path(rounds), "round_log", options.mapping)
     bet_log = ingest.scan(Path(options.bets), "bet_log", options.bets_mapping) if options.bets else None
     names = profiles_in(log, options.profile)
-    plan = _plan(log, bet_log, names, options, started)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
-        sinks = [frame.sink_parquet(staging / name, lazy=True) for name, frame in plan.sinks.items()]
-        collected = ingest.collect(log.path, [*sinks, *plan.frames.values()])[len(sinks):]
-        counted = dict(zip(plan.frames, collected))
+        counted = _first_pass(log, bet_log, options).run(log.path, staging)
+        counted |= _second_pass(log, bet_log, names, options, started, staging).run(log.path, staging)
         tests = _fairness(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")
         summary = _summary(started, log, bet_log, names, counted, findings, tests, options)
@@ -168,7 +186,10 @@ def _fairness(counted: dict[str, pl.DataFrame], options: Options, staging: Path)
     """Write fairness.parquet and add TABLE_STATS findings; None when the log has no table, dealer or shoe."""
     if "fairness" not in counted:
         return None
-    tests = fairness.statistics(counted["fairness"], options.fairness_threshold)
+    levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
+    decks_of = {name: profiles.load(name).decks for name in counted["fairness"]["profile"].unique()}
+    tests = fairness.statistics(fairness.group_counts(counted["fairness"], decks_of, levels),
+                                options.fairness_threshold)
     tests.write_parquet(staging / "fairness.parquet")
     flagged = fairness.table_findings(tests, options.fairness_threshold)
     if flagged.height:

@@ -45,37 +45,41 @@ def probabilities(decks: int) -> dict[str, float]:
     }
 
 
-def _observations(replayed: pl.LazyFrame, deck_counts: pl.LazyFrame) -> pl.LazyFrame:
-    per_decks = pl.LazyFrame(
-        [{"decks": d, **{f"p_{k}": v for k, v in probabilities(d).items()}}
-         for d in deck_counts.collect()["decks"].unique().to_list()],
-        schema={"decks": pl.Int64, **{f"p_{k}": pl.Float64 for k in STATISTICS}},
-    )
+def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
+    """The one pass over the rounds: per (table, dealer, shoe, profile) cell, rounds and observed counts."""
     rank = {hand: [pl.col(f"{hand}_code_{i}") // 8 for i in (1, 2)] for hand in ("player", "banker")}
-    return (
-        replayed.join(deck_counts, on="profile", how="left").join(per_decks, on="decks", how="left")
-        .with_columns(
-            banker_wins=pl.col("result") == "BANKER",
-            player_wins=pl.col("result") == "PLAYER",
-            ties=pl.col("result") == "TIE",
-            naturals=pl.col("natural"),
-            player_pairs=rank["player"][0] == rank["player"][1],
-            banker_pairs=rank["banker"][0] == rank["banker"][1],
-        )
-    )
+    observed = {
+        "banker_wins": pl.col("result") == "BANKER",
+        "player_wins": pl.col("result") == "PLAYER",
+        "ties": pl.col("result") == "TIE",
+        "naturals": pl.col("natural"),
+        "player_pairs": rank["player"][0] == rank["player"][1],
+        "banker_pairs": rank["banker"][0] == rank["banker"][1],
+    }
+    return replayed.group_by(*levels, "profile").agg(
+        pl.len().alias("rounds"), *(flag.sum().alias(f"{name}_observed") for name, flag in observed.items()))
 
 
-def group_counts(replayed: pl.LazyFrame, deck_counts: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
-    """Per level and group: rounds, and for each statistic observed count, expected count and variance."""
-    observed = _observations(replayed, deck_counts)
+def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str]) -> pl.DataFrame:
+    """Per level and group: rounds, and per statistic the observed count, expected count and variance.
+
+    The expectation of a group is the sum over its cells of rounds x p (p from the cell's profile), so
+    this works on the few collected cells, not on the rounds.
+    """
+    chances = {profile: probabilities(decks) for profile, decks in decks_of.items()}
+    with_chances = cells.with_columns(**{
+        f"p_{s}": pl.col("profile").replace_strict({p: c[s] for p, c in chances.items()}, return_dtype=pl.Float64)
+        for s in STATISTICS
+    })
     frames = []
     for level in levels:
-        aggregates = [pl.len().alias("rounds")]
+        aggregates = [pl.col("rounds").sum()]
         for s in STATISTICS:
-            p = pl.col(f"p_{s}")
-            aggregates += [pl.col(s).sum().alias(f"{s}_observed"), p.sum().alias(f"{s}_expected"),
-                           (p * (1 - p)).sum().alias(f"{s}_variance")]
-        frames.append(observed.filter(pl.col(level).is_not_null()).group_by(level).agg(aggregates)
+            p, n = pl.col(f"p_{s}"), pl.col("rounds")
+            aggregates += [pl.col(f"{s}_observed").sum(), (n * p).sum().alias(f"{s}_expected"),
+                           (n * p * (1 - p)).sum().alias(f"{s}_variance")]
+        frames.append(with_chances.filter(pl.col(level).is_not_null()).group_by(level).agg(aggregates)
+                      .sort(level)
                       .select(pl.lit(level.removesuffix("_id")).alias("level"), pl.col(level).alias("group"),
                               pl.exclude(level)))
     return pl.concat(frames)
@@ -84,26 +88,31 @@ def group_counts(replayed: pl.LazyFrame, deck_counts: pl.LazyFrame, levels: list
 def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
     """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p.
 
-    `counts` is the collected `group_counts`: one row per group, so this works on a few rows only.
+    `counts` is `group_counts`: one row per group. Tail probabilities are computed on whole columns.
     """
     from scipy import stats  # a second of import: only runs that compute statistics pay it
 
-    rows = []
-    for group in counts.iter_rows(named=True):
-        place = {"level": group["level"], "group": group["group"], "rounds": group["rounds"]}
-        chi_square = 0.0
-        for s in STATISTICS:
-            observed, expected, variance = (group[f"{s}_{k}"] for k in ("observed", "expected", "variance"))
-            z = (observed - expected) / math.sqrt(variance) if variance > 0 else 0.0
-            rows.append(place | {"test": s, "observed": float(observed), "expected": expected, "statistic": z,
-                                 "p_value": float(2 * stats.norm.sf(abs(z)))})
-            if s in ("banker_wins", "player_wins", "ties") and expected > 0:
-                chi_square += (observed - expected) ** 2 / expected
-        rows.append(place | {"test": "outcome_chi_square", "observed": None, "expected": None,
-                             "statistic": chi_square, "p_value": float(stats.chi2.sf(chi_square, 2))})
-    schema = {"level": pl.String, "group": pl.String, "rounds": pl.UInt32, "test": pl.String,
-              "observed": pl.Float64, "expected": pl.Float64, "statistic": pl.Float64, "p_value": pl.Float64}
-    table = pl.DataFrame(rows, schema=schema, orient="row").with_row_index("row")
+    place = ["level", "group", "rounds"]
+    per_test = []
+    for s in STATISTICS:
+        observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
+        per_test.append(counts.select(
+            *place, test=pl.lit(s), observed=observed.cast(pl.Float64), expected=expected,
+            statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0)))
+    chi_square = pl.sum_horizontal(
+        pl.when(pl.col(f"{s}_expected") > 0)
+        .then((pl.col(f"{s}_observed") - pl.col(f"{s}_expected")) ** 2 / pl.col(f"{s}_expected"))
+        .otherwise(0.0)
+        for s in ("banker_wins", "player_wins", "ties"))
+    per_test.append(counts.select(*place, test=pl.lit("outcome_chi_square"), observed=pl.lit(None, pl.Float64),
+                                  expected=pl.lit(None, pl.Float64), statistic=chi_square))
+    table = pl.concat(per_test).cast({"rounds": pl.UInt32})
+    z = table["statistic"].to_numpy()
+    two_sided = 2 * stats.norm.sf(abs(z))
+    tail = stats.chi2.sf(z, 2)
+    table = table.with_columns(p_value=pl.when(pl.col("test") == "outcome_chi_square")
+                               .then(pl.Series(tail)).otherwise(pl.Series(two_sided)))
+    table = table.sort("level", "group", "test", maintain_order=True).with_row_index("row")
     tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(FLAGGED_TESTS))
     adjusted = pl.DataFrame({"row": tested["row"],
                              "p_adjusted": _benjamini_hochberg(tested["p_value"].to_list())},

@@ -61,24 +61,34 @@ def _with_order(replayed: pl.LazyFrame, decks: pl.LazyFrame) -> pl.LazyFrame:
         hand=pl.col("hand_no").cast(pl.Int64, strict=False))
 
 
-def card_counts(rounds: pl.LazyFrame) -> pl.LazyFrame:
-    """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks."""
+def card_counts(rounds: pl.LazyFrame, listed: list[str]) -> pl.LazyFrame:
+    """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
+
+    Counting every (shoe, card) is a cheap group-by; only the rare pairs that exceed their decks are
+    then put in deal order to find the round where the excess first appears.
+    """
     dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
     # Unreadable entries of a burn or cancelled list parse to null and are not counted.
-    extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in EXTRA_CARDS]
+    extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
     long = (
         rounds.filter(pl.col("shoe_id").is_not_null())
-        .with_columns(card=pl.concat_list(*extra, *dealt))
-        .explode("card")
+        .select("source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "hand", "decks",
+                card=pl.concat_list(*extra, *dealt))
         .with_row_index("position")
+        .explode("card")
         .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
+    )
+    excess = (long.group_by("shoe_id", "card").agg(pl.len().alias("count"), pl.col("decks").first())
+              .filter(pl.col("count") > pl.col("decks")).select("shoe_id", "card"))
+    first_excess = (
+        long.join(excess, on=["shoe_id", "card"], how="semi")
         .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
         .filter(pl.col("seen") == pl.col("decks") + 1)
     )
     name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
                                          return_dtype=pl.String)
     return _finding(
-        long, "CARD_COUNT",
+        first_excess, "CARD_COUNT",
         expected=pl.format("at most {}", pl.col("decks")),
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
@@ -139,11 +149,13 @@ def timestamps(rounds: pl.LazyFrame, run_started: datetime) -> pl.LazyFrame:
     ])
 
 
-def integrity_findings(replayed: pl.LazyFrame, decks: pl.LazyFrame, states: dict[str, str],
+def integrity_findings(replayed: pl.LazyFrame, decks: pl.LazyFrame, columns: frozenset[str],
                        run_started: datetime) -> pl.LazyFrame:
-    """The findings of every integrity check that can run on this log."""
+    """The findings of every integrity check that can run on a log with these columns."""
     rounds = _with_order(replayed, decks)
-    parts = {"CARD_COUNT": lambda: card_counts(rounds), "SHOE_SEQUENCE": lambda: shoe_sequence(rounds),
+    states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
+    listed = [c for c in EXTRA_CARDS if c in columns]
+    parts = {"CARD_COUNT": lambda: card_counts(rounds, listed), "SHOE_SEQUENCE": lambda: shoe_sequence(rounds),
              "TIMESTAMP": lambda: timestamps(rounds, run_started)}
     frames = [make() for code, make in parts.items() if states[code] == "ran"]
     return pl.concat(frames) if frames else pl.LazyFrame(schema=FINDINGS_SCHEMA)
