@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +26,7 @@ from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, round_findings
 from pipeline.replay import replay
 
-QUARANTINE_COLUMNS = ("source_row", *ingest.columns("round_log"))
+QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
            "evidence.json", "summary.json", "report.html")
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
@@ -72,6 +73,8 @@ class Options:
     validate: bool = True  # run the Great Expectations suites and write their Data Docs
     window: contract.Window = contract.Window()
     fairness_threshold: float = fairness.DEFAULT_THRESHOLD
+    selection: ingest.Selection = ingest.Selection()
+    on_phase: Callable[[str], None] = lambda phase: None  # told each phase as it starts (progress display)
     across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
 
 
@@ -112,6 +115,9 @@ def _first_pass(log: ingest.Log, bet_log: ingest.Log | None, options: Options) -
     rejected = pl.col("reject").is_not_null()
     plan.sinks[REPLAYED] = replayable(parsed)
     plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
+    plan.frames["rows_per_file"] = log.frame.group_by("source_file").agg(pl.len().alias("rows"))
+    if bet_log is not None:
+        plan.frames["bets_per_file"] = bet_log.frame.group_by("source_file").agg(pl.len().alias("rows"))
     plan.frames["rounds"] = parsed.select(
         rows_read=pl.len(), rows_quarantined=rejected.sum(),
         suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
@@ -148,24 +154,28 @@ def _second_pass(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], 
     return plan
 
 
-def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
-    """Audit a round log (and optionally its bets) into `out_dir`."""
+def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
+    """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
     started = datetime.now(UTC)
     if options.validate:
         contract.preload()
-    log = ingest.scan(Path(rounds), "round_log", options.mapping)
-    bet_log = ingest.scan(Path(options.bets), "bet_log", options.bets_mapping) if options.bets else None
+    log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
+    bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     names = profiles_in(log, options.profile)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
+        options.on_phase("reading and replaying")
         counted = _first_pass(log, bet_log, options).run(log.path, staging)
+        options.on_phase("checking")
         counted |= _second_pass(log, bet_log, names, options, started, staging).run(log.path, staging)
+        options.on_phase("fairness statistics")
         tests = _fairness(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")
         summary = _summary(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
+            options.on_phase("input contract (Great Expectations)")
             summary["contract"] = {
                 role: contract.validate(counted[f"{role}_view"], name, options.window, staging / DOCS)
                 for role, name in (("rounds", "round_log"), ("bets", "bet_log")) if f"{role}_view" in counted
@@ -173,6 +183,7 @@ def audit(rounds: Path, out_dir: Path, options: Options = Options()) -> Result:
             if not all(result["success"] for result in summary["contract"].values()):
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        options.on_phase("report")
         gathered = evidence.gather(findings, log, bet_log, options.profile)
         (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
         report.write(staging)
@@ -211,11 +222,17 @@ def _publish(staging: Path, out_dir: Path) -> None:
         shutil.rmtree(out_dir / DOCS)
 
 
-def _input(role: str, log: ingest.Log, mapping: ingest.Mapping | None) -> dict:
-    entry = {"role": role, "path": str(log.path), "format": log.format, "sha256": sha256(log.path)}
-    if mapping is not None:
-        entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
-    return entry
+def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:
+    """One provenance entry per file: path, format, rows read from it, SHA-256 (and the mapping)."""
+    counts = dict(rows.iter_rows())
+    entries = []
+    for path, file_format in zip(log.files, log.formats):
+        entry = {"role": role, "path": str(path), "format": file_format, "rows": counts.get(str(path), 0),
+                 "sha256": sha256(path)}
+        if mapping is not None:
+            entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
+        entries.append(entry)
+    return entries
 
 
 def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
@@ -230,7 +247,7 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     if not options.across_rounds:
         checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
-    inputs = [_input("rounds", log, options.mapping)]
+    inputs = _inputs("rounds", log, options.mapping, counted["rows_per_file"])
     summary = {
         "tool": {"name": "baccarat-audit", "version": __version__},
         "started_at": started.isoformat(timespec="seconds"),
@@ -245,6 +262,10 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
         "rounds_flagged": findings.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())
         ["source_row"].n_unique(),
         "findings": {code: by_check.get(code, 0) for code in codes},
+        "selection": {"tables": list(options.selection.tables), "shoes": list(options.selection.shoes),
+                      "since": options.selection.since and options.selection.since.isoformat(),
+                      "until": options.selection.until and options.selection.until.isoformat()}
+        if options.selection else None,
         "checks": checks,
     }
     if tests is not None:
@@ -258,7 +279,7 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
     flagged = summary["rounds_flagged"] or summary["rows_quarantined"] or by_check.get("TABLE_STATS", 0)
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
-        inputs.append(_input("bets", bet_log, options.bets_mapping))
+        inputs += _inputs("bets", bet_log, options.bets_mapping, counted["bets_per_file"])
         summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
         summary |= {
             "bets_read": bet["bets_read"],

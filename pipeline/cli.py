@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +14,7 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import contract, fairness, ingest, profiles
+from pipeline import contract, fairness, ingest, profiles, progress
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
@@ -56,7 +57,8 @@ def _window(start: datetime | None, end: datetime | None) -> contract.Window:
 
 @app.command()
 def audit(
-    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
+    rounds: Annotated[list[str], typer.Argument(
+        metavar="ROUNDS...", help="Round logs: CSV or Parquet files, directories (Hive folders too), globs.")],
     out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
@@ -69,16 +71,25 @@ def audit(
     fairness_threshold: Annotated[float, typer.Option(
         help="Flag a table when its Benjamini-Hochberg corrected p-value is below this.", min=0, max=1)
     ] = fairness.DEFAULT_THRESHOLD,
+    table: Annotated[list[str] | None, typer.Option(help="Audit only this table (repeatable).")] = None,
+    shoe: Annotated[list[str] | None, typer.Option(help="Audit only this shoe (repeatable).")] = None,
+    since: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or after this (UTC).")] = None,
+    until: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or before this (UTC).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
-    try:
-        options = audit_run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
-                                    bets_mapping=_mapping(bets_mapping), validate=contract_check,
-                                    window=_window(window_start, window_end),
-                                    fairness_threshold=fairness_threshold)
-        result = audit_run.audit(rounds, out, options)
-    except InputError as error:
-        raise _fail(error) from None
+    started = time.perf_counter()
+    narrowed = _window(since, until)
+    with progress.phases(enabled=not quiet) as on_phase:
+        try:
+            options = audit_run.Options(
+                bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
+                validate=contract_check, window=_window(window_start, window_end),
+                fairness_threshold=fairness_threshold, on_phase=on_phase,
+                selection=ingest.Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
+            result = audit_run.audit(rounds, out, options)
+        except InputError as error:
+            raise _fail(error) from None
     s = result.summary
     typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
                f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
@@ -106,6 +117,8 @@ def audit(
                        f"e.g. {e['examples']}")
     written = [name for name in (*audit_run.OUTPUTS, audit_run.DOCS) if (out / name).exists()]
     typer.echo(f"Written to {out}/: {', '.join(written)}")
+    seconds = time.perf_counter() - started
+    typer.echo(f"{s['rows_read']:,} rounds in {seconds:.1f} s ({s['rows_read'] / seconds:,.0f} rounds/s)")
     raise typer.Exit(result.exit_code)
 
 

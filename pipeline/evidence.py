@@ -14,11 +14,13 @@ from pipeline import explain, ingest
 PER_CHECK = 3
 
 
-def _rows(log: ingest.Log, source_rows: list[int], parse: bool) -> dict[int, dict]:
-    wanted = log.frame.filter(pl.col("source_row").is_in(source_rows))
+def _rows(log: ingest.Log, places: list[tuple[str, int]], parse: bool) -> dict[tuple[str, int], dict]:
+    """The rows at (source_file, source_row) places, parsed for a round log."""
+    at = pl.LazyFrame(places, schema={"source_file": pl.String, "source_row": pl.UInt32}, orient="row")
+    wanted = log.frame.join(at, on=["source_file", "source_row"], how="semi")
     if parse:
         wanted = ingest.parse_rounds(wanted)
-    return {row["source_row"]: row for row in ingest.collect(log.path, [wanted])[0].to_dicts()}
+    return {(row["source_file"], row["source_row"]): row for row in ingest.collect(log.path, [wanted])[0].to_dicts()}
 
 
 def gather(findings: pl.DataFrame, log: ingest.Log, bet_log: ingest.Log | None, default_profile: str,
@@ -27,25 +29,26 @@ def gather(findings: pl.DataFrame, log: ingest.Log, bet_log: ingest.Log | None, 
     first = findings.group_by("check", maintain_order=True).head(per_check)
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
-    bet_rows = _rows(bet_log, on_bets["source_row"].to_list(), parse=False) if on_bets.height else {}
+    place = ["source_file", "source_row"]
+    bet_rows = _rows(bet_log, list(on_bets.select(place).iter_rows()), parse=False) if on_bets.height else {}
     round_ids = {row["round_id"] for row in bet_rows.values()}
-    rounds = _rows(log, on_rounds["source_row"].to_list(), parse=True)
+    rounds = _rows(log, list(on_rounds.select(place).iter_rows()), parse=True)
     if round_ids:
         by_id = log.frame.filter(pl.col("round_id").is_in(sorted(round_ids)))
         for row in ingest.collect(log.path, [ingest.parse_rounds(by_id)])[0].to_dicts():
-            rounds.setdefault(row["source_row"], row)
+            rounds.setdefault((row["source_file"], row["source_row"]), row)
     explained = {}
-    for source_row, row in rounds.items():
+    for at, row in rounds.items():
         row["profile"] = row["profile"] or default_profile
-        explained[source_row] = None if row["reject"] else explain.explain(row)
+        explained[at] = None if row["reject"] else explain.explain(row)
     by_round_id = {e["round_id"]: e for e in explained.values() if e is not None}
     evidence: dict[str, list[dict]] = {}
     for finding in first.to_dicts():
         entry = dict(finding)
         if finding["source"] == "rounds" and finding["source_row"] is not None:
-            entry["explanation"] = explained.get(finding["source_row"])
+            entry["explanation"] = explained.get((finding["source_file"], finding["source_row"]))
         elif finding["source"] == "bets":
-            bet = bet_rows[finding["source_row"]]
+            bet = bet_rows[finding["source_file"], finding["source_row"]]
             round_explained = by_round_id.get(bet["round_id"])
             entry["explanation"] = round_explained
             entry["bets"] = explain.settle_bets(round_explained, [bet]) if round_explained else []

@@ -146,7 +146,8 @@ def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) ->
         for r in flagged.iter_rows(named=True)
     ]
     return pl.DataFrame({
-        "source_row": [None] * flagged.height, "source": ["rounds"] * flagged.height,
+        "source_file": [None] * flagged.height, "source_row": [None] * flagged.height,
+        "source": ["rounds"] * flagged.height,
         "round_id": [None] * flagged.height, "table_id": flagged["group"],
         "shoe_id": [None] * flagged.height, "hand_no": [None] * flagged.height,
         "dealt_at": [None] * flagged.height, "bet_id": [None] * flagged.height,

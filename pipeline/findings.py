@@ -7,12 +7,10 @@ import polars as pl
 from pipeline.checks import CHECKS
 
 #: Where a finding sits: carried from the round log into every finding.
-#: `source` says which input `source_row` counts in: "rounds" (round log) or "bets" (bets log).
-PLACE_COLUMNS = ("source_row", "source", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id")
+#: `source` says which log `source_row` counts in: "rounds" or "bets"; `source_file` which file of it.
+PLACE_COLUMNS = ("source_file", "source_row", "source", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id")
 FINDING_COLUMNS = (*PLACE_COLUMNS, "check", "expected", "recorded", "detail")
-FINDINGS_SCHEMA = {
-    "source_row": pl.UInt32, **{c: pl.String for c in FINDING_COLUMNS if c != "source_row"}
-}
+FINDINGS_SCHEMA = {c: pl.UInt32 if c == "source_row" else pl.String for c in FINDING_COLUMNS}
 
 
 def round_findings(replayed: pl.LazyFrame) -> pl.LazyFrame:

@@ -12,8 +12,10 @@ file is audited. Records spanning several lines (quoted newlines) are not suppor
 from __future__ import annotations
 
 import csv
+import glob
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 
@@ -81,16 +83,79 @@ def load_mapping(name_or_path: str | Path) -> Mapping:
 
 @dataclass(frozen=True)
 class Log:
-    """An opened log: where it is, its format, the columns it has, and its rows as a lazy frame.
+    """An opened log, one file or many read as one: its files, formats, columns and rows.
 
-    The frame has `source_row`, every contract column as trimmed text (null when empty or absent)
-    and `malformed`, the reason a row's structure is broken (null when it is fine).
+    The frame has `source_file`, `source_row` (1-based within its file, header not counted), every
+    contract column as trimmed text (null when empty or absent) and `malformed`, the reason a row's
+    structure is broken (null when it is fine). `path` names the log as the user gave it.
     """
 
     path: Path
-    format: str
+    files: tuple[Path, ...]
+    formats: tuple[str, ...]
     columns: frozenset[str]
     frame: pl.LazyFrame
+
+    @property
+    def format(self) -> str:
+        return self.formats[0] if len(set(self.formats)) == 1 else "mixed"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Narrowing for an investigation, pushed down into the scan: rows outside it are not read."""
+
+    tables: tuple[str, ...] = ()
+    shoes: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tables or self.shoes or self.since or self.until)
+
+    def predicate(self) -> pl.Expr:
+        keep = pl.lit(True)
+        if self.tables:
+            keep &= pl.col("table_id").is_in(list(self.tables))
+        if self.shoes:
+            keep &= pl.col("shoe_id").is_in(list(self.shoes))
+        if self.since:
+            keep &= timestamp(pl.col("dealt_at")) >= self.since
+        if self.until:
+            keep &= timestamp(pl.col("dealt_at")) <= self.until
+        return keep
+
+
+LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
+
+
+def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
+    """The files a log argument names: a file, a directory (every CSV/Parquet file below it, Hive
+    folders included), a glob, or a list of any of these. Returns a label and the files, sorted."""
+    items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    files: list[Path] = []
+    for item in map(str, items):
+        path = Path(item)
+        if any(ch in item for ch in "*?["):
+            matched = sorted(Path(p) for p in glob.glob(item, recursive=True) if Path(p).is_file())
+            if not matched:
+                raise InputError(f"{item}: no file matches")
+            files += matched
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in LOG_SUFFIXES
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not found:
+                raise InputError(f"{path}: the directory holds no .csv or .parquet file")
+            files += found
+        else:
+            files.append(path)
+    label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
+    return label, list(dict.fromkeys(files))
+
+
+def _hive_values(path: Path) -> dict[str, str]:
+    """key=value folders above a file (Hive partitioning), as column values."""
+    return dict(part.split("=", 1) for part in path.parent.parts if "=" in part)
 
 
 def _format_of(path: Path) -> str:
@@ -142,18 +207,12 @@ def _scan_csv(path: Path) -> tuple[pl.LazyFrame, list[str]]:
     return frame, names
 
 
-def scan(path: Path, contract_name: str, mapping: Mapping | None = None) -> Log:
-    """Open a log against a contract; see `Log`.
-
-    A mapping renames the provider's columns and translates its values first. Optional columns the
-    file lacks are added as nulls, so later stages see one shape; a required column that is missing,
-    a repeated column or a header without rows is an InputError. Other columns are ignored.
-    """
-    path = Path(path)
+def _open(path: Path, contract_name: str, mapping: Mapping | None) -> tuple[pl.LazyFrame, list[str], str]:
+    """One file as a frame of contract columns (text), with the columns it really has and its format."""
     file_format = _format_of(path)
     try:
         if file_format == "parquet":
-            frame = pl.scan_parquet(path)
+            frame = pl.scan_parquet(path, hive_partitioning=False)
             names = frame.collect_schema().names()
             frame = frame.with_columns(malformed=pl.lit(None, pl.String))
         else:
@@ -164,27 +223,47 @@ def scan(path: Path, contract_name: str, mapping: Mapping | None = None) -> Log:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
         frame = frame.rename(renames)
         names = [renames.get(name, name) for name in names]
+    partitions = {k: v for k, v in _hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
         hint = "" if mapping else "; --mapping renames a provider's columns"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
-    text = {c: _clean_text(pl.col(c).cast(pl.String)) if c in names else pl.lit(None, pl.String)
-            for c in columns(contract_name)}
+    text = {c: _clean_text(pl.col(c).cast(pl.String)) if c in names
+            else pl.lit(partitions.get(c), pl.String) for c in columns(contract_name)}
     if mapping is not None:
         text |= {c: text[c].replace(table) for c, table in mapping.values.items() if c in text}
     present = [c for c in columns(contract_name) if c in names]
     not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
+                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present if file_format == "csv"]
     frame = (
         frame.with_row_index("source_row", offset=1)
-        .select("source_row", "malformed", **text)
+        .select(pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **text)
         .with_columns(malformed=pl.concat_str(["malformed", *not_utf8], separator="; ", ignore_nulls=True)
                       .replace("", None))
     )
-    if not _has_rows(path, frame):
-        raise InputError(f"{path}: the header has no rows under it; nothing to audit")
-    return Log(path, file_format, frozenset(names), frame)
+    return frame, [*names, *partitions], file_format
+
+
+def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
+         selection: Selection = Selection()) -> Log:
+    """Open a log (one file or many, see `expand`) against a contract; see `Log`.
+
+    A mapping renames the provider's columns and translates its values first. Optional columns a
+    file lacks are added as nulls (or taken from Hive folder names), so later stages see one shape;
+    a required column that is missing, a repeated column or a file without rows is an InputError
+    naming the file. Other columns are ignored. A selection narrows the rows before anything is read.
+    """
+    label, files = expand(inputs)
+    opened = [_open(path, contract_name, mapping) for path in files]
+    frame = pl.concat([frame for frame, _, _ in opened]) if len(opened) > 1 else opened[0][0]
+    for path, (one, _, _) in zip(files, opened):
+        if not _has_rows(path, one):
+            raise InputError(f"{path}: the header has no rows under it; nothing to audit")
+    if selection:
+        frame = frame.filter(selection.predicate())
+    names = frozenset(name for _, found, _ in opened for name in found)
+    return Log(label, tuple(files), tuple(f for _, _, f in opened), names, frame)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:

@@ -50,7 +50,7 @@ def requirements(columns: frozenset[str], suited_cards: int) -> dict[str, str]:
 
 def _finding(frame: pl.LazyFrame, code: str, expected: pl.Expr, recorded: pl.Expr, detail: pl.Expr) -> pl.LazyFrame:
     return frame.select(
-        "source_row", source=pl.lit("rounds"), round_id="round_id", table_id="table_id", shoe_id="shoe_id",
+        "source_file", "source_row", source=pl.lit("rounds"), round_id="round_id", table_id="table_id", shoe_id="shoe_id",
         hand_no="hand_no", dealt_at="dealt_at", bet_id=pl.lit(None, pl.String), check=pl.lit(code),
         expected=expected, recorded=recorded, detail=detail,
     ).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail").cast(FINDINGS_SCHEMA)
@@ -72,7 +72,8 @@ def card_counts(rounds: pl.LazyFrame, listed: list[str]) -> pl.LazyFrame:
     extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
     long = (
         rounds.filter(pl.col("shoe_id").is_not_null())
-        .select("source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "hand", "decks",
+        .select("source_file", "source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "hand",
+                "decks",
                 card=pl.concat_list(*extra, *dealt))
         .with_row_index("position")
         .explode("card")

@@ -20,7 +20,7 @@ MEANING = "A bet was paid other than its round's rules profile says, to the smal
 AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
 E4, E8, E12 = 10**4, 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
-BET_COLUMNS = ("source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id", "currency")
+BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id", "currency")
 
 
 def amount_e4(raw: pl.Expr) -> pl.Expr:
@@ -138,7 +138,7 @@ def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
     """SETTLEMENT findings: settled bets paid other than their profile says."""
     wrong = settled.filter(pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("paid_e12")))
     return wrong.select(
-        "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
+        "source_file", "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
         check=pl.lit("SETTLEMENT"),
         expected=money_text(pl.col("expected_e12")),
         recorded=pl.col("paid"),

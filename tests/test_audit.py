@@ -6,7 +6,9 @@ import polars as pl
 import pytest
 
 from conftest import ASSETS
-from pipeline import audit
+from datetime import UTC, datetime
+
+from pipeline import audit, ingest
 
 QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
 
@@ -47,7 +49,7 @@ def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_pa
 def test_csv_and_parquet_give_identical_findings(faulted_log, tmp_path):
     audit.audit(faulted_log["csv"], tmp_path / "csv", QUICK)
     audit.audit(faulted_log["parquet"], tmp_path / "parquet", QUICK)
-    assert _findings(tmp_path / "csv").equals(_findings(tmp_path / "parquet"))
+    assert _findings(tmp_path / "csv").drop("source_file").equals(_findings(tmp_path / "parquet").drop("source_file"))
 
 
 def test_hand_written_log_with_every_notation(tmp_path):
@@ -103,3 +105,33 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.json", "fairness.parquet", "findings.parquet",
                                                           "quarantine.parquet", "report.html",
                                                           "summary.json"]
+
+
+def test_a_directory_of_hive_folders_is_one_log(tmp_path):
+    """table_id comes from the folder names; every file is an input with its rows and SHA-256."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
+    for table in ("T01", "T02"):
+        folder = tmp_path / "logs" / f"table_id={table}" / "date=2026-11-01"
+        folder.mkdir(parents=True)
+        part = log.filter(pl.col("table_id") == table).drop("table_id")
+        part.head(200).write_parquet(folder / "a.parquet")
+        part.slice(200).write_csv(folder / "b.csv")
+    whole = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
+    alone = log.filter(pl.col("table_id").is_in(["T01", "T02"]))
+    alone.write_csv(tmp_path / "alone.csv")
+    single = audit.audit(tmp_path / "alone.csv", tmp_path / "single", QUICK)
+    assert whole.summary["rows_read"] == single.summary["rows_read"] == alone.height
+    assert whole.summary["findings"] == single.summary["findings"]
+    assert [i["rows"] for i in whole.summary["inputs"]] == [200, 300, 200, 300]
+    tables = set(pl.read_parquet(tmp_path / "out" / "findings.parquet")["table_id"].drop_nulls())
+    assert tables <= {"T01", "T02"} and tables
+
+
+def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
+    data = ASSETS.parent.parent / "data"
+    narrowed = audit.audit(str(data / "round*.parquet"), tmp_path, audit.Options(
+        validate=False, selection=ingest.Selection(tables=("T02",), until=datetime(2026, 11, 1, 20, tzinfo=UTC))))
+    expected = pl.read_parquet(data / "rounds.parquet").filter(
+        (pl.col("table_id") == "T02") & (pl.col("dealt_at") <= "2026-11-01T20:00:00Z")).height
+    assert narrowed.summary["rows_read"] == expected > 0
+    assert narrowed.summary["selection"]["tables"] == ["T02"]

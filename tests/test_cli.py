@@ -41,7 +41,7 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
     ("make", "message"),
     [
         (lambda d: d / "missing.csv", "missing.csv: no such file"),
-        (lambda d: d, "not a file"),
+        (lambda d: d, "the directory holds no .csv or .parquet file"),
         (lambda d: _write(d / "empty.csv", ""), "the file is empty"),
         (lambda d: _write(d / "log.json", "{}"), "neither CSV (.csv) nor Parquet"),
         (lambda d: _write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),

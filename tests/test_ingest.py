@@ -39,7 +39,7 @@ def _corrupt(data: bytes) -> bytes:
 
 UNRUNNABLE = {
     "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
-    "a directory": (lambda d: d, "not a file"),
+    "an empty directory": (lambda d: d, "the directory holds no .csv or .parquet file"),
     "neither CSV nor Parquet": (lambda d: write(d / "log.xlsx", "PK\x03\x04"), "neither CSV (.csv) nor Parquet"),
     "empty file": (lambda d: write(d / "empty.csv", ""), "the file is empty"),
     "header only": (lambda d: write(d / "header.csv", HEADER + "\n"), "the header has no rows under it"),
