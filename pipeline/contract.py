@@ -72,7 +72,9 @@ def view(log: ingest.Log, contract_name: str) -> pl.LazyFrame:
         elif kinds[c] == "amount":
             column = amount_e4(column)
         elif kinds[c] == "timestamp":
-            column = ingest.timestamp(column).dt.epoch("s")
+            # An unreadable time is -1 (before 1970), so that "readable" is a range check too.
+            column = pl.when(column.is_not_null() & ingest.timestamp(column).is_null()).then(-1).otherwise(
+                ingest.timestamp(column).dt.epoch("s"))
         shaped.append(column.alias(c))
     return log.frame.select(shaped)
 
@@ -138,8 +140,9 @@ def validate(data: pl.DataFrame, contract_name: str, window: Window = Window(),
     run = checkpoint.run(batch_parameters={"dataframe": data.with_columns(pl.col(ids).to_physical()).to_pandas()},
                          expectation_parameters=parameters)
     (result,) = run.run_results.values()
-    # GX does not keep the suite's order: match results by (type, column), unique within a suite.
-    outcomes = {(r.expectation_config.type, r.expectation_config.kwargs.get("column")): r for r in result.results}
+    # GX does not keep the suite's order: match each result to its expectation by the id GX gave it.
+    by_id = {r.expectation_config.id: r for r in result.results}
+    outcomes = {index: by_id[added.id] for (index, _), added in zip(runnable, suite.expectations)}
     report = []
     for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
         entry = {"type": expectation["type"], "column": _column_of(expectation),
@@ -147,7 +150,7 @@ def validate(data: pl.DataFrame, contract_name: str, window: Window = Window(),
         if index in skipped:
             entry["skipped"] = skipped[index]
         else:
-            outcome = outcomes[expectation["type"], _column_of(expectation)]
+            outcome = outcomes[index]
             details = outcome.result or {}
             entry |= {
                 "success": bool(outcome.success),

@@ -85,3 +85,10 @@ def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):
 def test_unknown_mapping_is_exit_2():
     result = runner.invoke(app, ["audit", str(DATA / "provider_b_rounds.csv"), "--out", "x", "--mapping", "nope"])
     assert result.exit_code == 2
+
+
+def test_an_unreadable_dealt_at_breaks_the_contract():
+    result = json.loads(runner.invoke(app, ["validate", str(ASSETS / "integrity.csv"), "--json"]).output)
+    readable, window = [e for e in result["expectations"] if e["column"] == "dealt_at"]
+    assert (readable["success"], readable["unexpected_count"], readable["examples"]) == (False, 1, [-1])
+    assert window["skipped"].startswith("skipped: no window given")
