@@ -1,33 +1,38 @@
 # Set-up is part of every target: the first run creates .venv and installs the package with its tests.
+# EXTRAS adds optional parts: `make test EXTRAS=test,spark` also installs pyspark (what CI runs).
 VENV := .venv
 BIN := $(VENV)/bin
+EXTRAS ?= test
 SAMPLE := data/rounds.csv --bets data/bets.csv
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+comma := ,
 
 .PHONY: audit test sample bench clean
 
-$(BIN)/baccarat-audit: pyproject.toml
+$(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 ## Audit the bundled sample log and its bets into out/sample and show what was found (exit 1 = findings, expected here).
-audit: $(BIN)/baccarat-audit
+audit: $(STAMP)
 	$(BIN)/baccarat-audit audit $(SAMPLE) --out out/sample; status=$$?; \
 	  echo "baccarat-audit exited $$status (0 clean, 1 findings or quarantine, 2 could not run)"; \
+	  echo "The report: out/sample/report.html"; \
 	  test $$status -le 1
 
 ## Run the whole test suite.
-test: $(BIN)/baccarat-audit
+test: $(STAMP)
 	$(BIN)/pytest
 
 ## Deal the bundled sample again (same seed, same rounds).
-sample: $(BIN)/baccarat-audit
+sample: $(STAMP)
 	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --bets \
 	  --profile standard --profile super-6 --profile ez-baccarat --profile tie-9 --out data
 
 ## Benchmark the audit on generated 1M- and 10M-round logs (several minutes; logs kept in bench/logs).
-bench: $(BIN)/baccarat-audit
+bench: $(STAMP)
 	$(BIN)/python bench/bench.py --rounds 1000000 10000000
 
 clean:

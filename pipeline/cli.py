@@ -76,9 +76,15 @@ def audit(
     since: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or after this (UTC).")] = None,
     until: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or before this (UTC).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
+    spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
     started = time.perf_counter()
+    if engine == "spark":
+        _audit_on_spark(rounds, out, profile, spark_master)
+    if engine != "polars":
+        raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
     narrowed = _window(since, until)
     with progress.phases(enabled=not quiet) as on_phase:
         try:
@@ -148,6 +154,24 @@ def validate(
                                          f"NOT MET: {e['unexpected_count']} unexpected, e.g. {e['examples']}")
             typer.echo(f"{e['type']:<40} {e['column'] or '':<14} {state}")
     raise typer.Exit(0 if result["success"] else 1)
+
+
+def _audit_on_spark(rounds: list[str], out: Path, profile: str, master: str) -> None:
+    from pipeline import spark
+
+    try:
+        spark.require()
+        profiles.load(profile)
+        summary = spark.audit(rounds, out, profile, master)
+    except InputError as error:
+        raise _fail(error) from None
+    typer.echo(f"{summary['rows_read']} rows read on Spark: {summary['rounds_audited']} rounds audited, "
+               f"{summary['rows_quarantined']} quarantined, {summary['rounds_flagged']} rounds flagged.")
+    for check, count in summary["findings"].items():
+        if count:
+            typer.echo(f"  {check:<16} {count}")
+    typer.echo(f"Written to {out}/: findings.parquet, quarantine.parquet, summary.json ({summary['not_run']})")
+    raise typer.Exit(summary["exit_code"])
 
 
 @app.command()
