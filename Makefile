@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= test
 SAMPLE := data/rounds.csv --bets data/bets.csv
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: audit test sample bench clean
 
