@@ -67,11 +67,14 @@ def _quarantine_in(batches, profile: str):
 
 
 def session(master: str):
-    """A Spark session; under spark-submit the master given there wins over `master`."""
+    """A Spark session; under spark-submit (which starts the driver's gateway) its --master wins."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this environment's packages
-    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", master)).appName("baccarat-audit")
+    builder = SparkSession.builder.appName("baccarat-audit")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master(master)
+    spark = (builder
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
