@@ -118,3 +118,18 @@ def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
     broken = write(tmp_path / "broken.parquet", _corrupt(_parquet_bytes(tmp_path)))
     assert cli("audit", broken, "--out", out, "--no-contract").returncode == 2
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left either
+
+
+def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
+    """Root reads any file here, so the refusal of the operating system is simulated."""
+    from pipeline import ingest
+    from pipeline.errors import InputError
+
+    path = write(tmp_path / "locked.csv", f"{HEADER}\n{GOOD}\n")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "open", refuse)
+    with pytest.raises(InputError, match=r"locked.csv: cannot be read \(Permission denied\)$"):
+        ingest.scan(path, "round_log")
