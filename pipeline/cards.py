@@ -70,10 +70,8 @@ def parse(text: str | None) -> int | None:
 
 
 def parse_expr(column: pl.Expr) -> pl.Expr:
-    """Card code (UInt8) of a text column; null where the text is empty, null or not a card."""
-    return column.str.strip_chars().replace_strict(
-        SPELLINGS, default=None, return_dtype=pl.UInt8
-    )
+    """Card code (UInt8) of a trimmed text column (ingest trims); null where it is null or not a card."""
+    return column.replace_strict(SPELLINGS, default=None, return_dtype=pl.UInt8)
 
 
 def value_expr(card: pl.Expr) -> pl.Expr:

@@ -24,7 +24,7 @@ def test_not_cards(text):
 
 def test_batch_parser_and_values_match_the_scalar_ones_and_keep_null_as_not_dealt():
     texts = [*cards.SPELLINGS, "XX", "", None]
-    frame = pl.DataFrame({"text": texts}).with_columns(code=cards.parse_expr(pl.col("text")))
+    frame = pl.DataFrame({"text": texts}).with_columns(code=cards.parse_expr(pl.col("text").str.strip_chars()))
     frame = frame.with_columns(value=cards.value_expr(pl.col("code")))
     assert frame["code"].to_list() == [cards.parse(t) for t in texts]
     expected_values = [None if cards.parse(t) is None else cards.value_of(cards.parse(t)) for t in texts]
