@@ -106,12 +106,12 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
                     hand_no += 1  # a hand number skipped
                 if fault == "TIMESTAMP" and hand_no == 1:
                     fault = None  # "earlier than the hand before" needs a hand before
-                owed_card_fault |= fault == "CARD_COUNT"
-                if one_more and owed_card_fault:
+                if fault == "CARD_COUNT":
+                    owed_card_fault, fault = True, None  # applied at the shoe's last coup
+                if one_more and owed_card_fault and fault is None:
                     # Late in the shoe nearly every card has been shown as often as the decks hold.
-                    fault = "CARD_COUNT" if _one_card_too_many(player, banker, shown, profile.decks) else None
-                elif fault == "CARD_COUNT":
-                    fault = None  # applied at the shoe's last coup
+                    if _one_card_too_many(player, banker, shown, profile.decks):
+                        fault = "CARD_COUNT"
                 shown.update(player + banker)
                 at_time = previous_at - timedelta(seconds=30) if fault == "TIMESTAMP" else clock
                 previous_at = at_time
