@@ -96,10 +96,6 @@ class Log:
     columns: frozenset[str]
     frame: pl.LazyFrame
 
-    @property
-    def format(self) -> str:
-        return self.formats[0] if len(set(self.formats)) == 1 else "mixed"
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -158,7 +154,8 @@ def _hive_values(path: Path) -> dict[str, str]:
     return dict(part.split("=", 1) for part in path.parent.parts if "=" in part)
 
 
-def _format_of(path: Path) -> str:
+def format_of(path: Path) -> str:
+    """"parquet" or "csv", from the file's first bytes and name; an InputError for anything else."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if not path.is_file():
@@ -209,7 +206,7 @@ def _scan_csv(path: Path) -> tuple[pl.LazyFrame, list[str]]:
 
 def _open(path: Path, contract_name: str, mapping: Mapping | None) -> tuple[pl.LazyFrame, list[str], str]:
     """One file as a frame of contract columns (text), with the columns it really has and its format."""
-    file_format = _format_of(path)
+    file_format = format_of(path)
     try:
         if file_format == "parquet":
             frame = pl.scan_parquet(path, hive_partitioning=False)

@@ -88,7 +88,7 @@ def _read(spark, files: list[Path]):
 
     frames = []
     for path in files:
-        raw = (spark.read.parquet(str(path)) if ingest._format_of(path) == "parquet"
+        raw = (spark.read.parquet(str(path)) if ingest.format_of(path) == "parquet"
                else spark.read.option("header", True).option("mode", "PERMISSIVE").csv(str(path)))
         clean = {c: F.when(F.trim(F.col(f"`{c}`").cast("string")) != "", F.trim(F.col(f"`{c}`").cast("string")))
                  if c in raw.columns else F.lit(None).cast("string") for c in TEXT_COLUMNS}
