@@ -64,32 +64,35 @@ def _with_order(replayed: pl.LazyFrame, decks: pl.LazyFrame) -> pl.LazyFrame:
 def card_counts(rounds: pl.LazyFrame, listed: list[str]) -> pl.LazyFrame:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
-    Counting every (shoe, card) is a cheap group-by; only the rare pairs that exceed their decks are
-    then put in deal order to find the round where the excess first appears.
+    Every card dealt becomes one small row (round key, shoe code, card, decks), so the count per
+    (shoe, card) is a cheap group-by over numbers; only the rare pairs that exceed their decks are
+    then put in deal order, and only the rounds found are joined back to their place in the log.
     """
     dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
     # Unreadable entries of a burn or cancelled list parse to null and are not counted.
     extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
+    in_shoes = rounds.filter(pl.col("shoe_id").is_not_null()).with_row_index("round_key")
     long = (
-        rounds.filter(pl.col("shoe_id").is_not_null())
-        .select("source_file", "source_row", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "hand",
-                "decks",
-                card=pl.concat_list(*extra, *dealt))
+        in_shoes.select("round_key", "hand", "source_row", pl.col("decks").cast(pl.UInt8),
+                        shoe=pl.col("shoe_id").cast(pl.Categorical).to_physical(),
+                        card=pl.concat_list(*extra, *dealt))
         .with_row_index("position")
         .explode("card")
         .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
     )
-    excess = (long.group_by("shoe_id", "card").agg(pl.len().alias("count"), pl.col("decks").first())
-              .filter(pl.col("count") > pl.col("decks")).select("shoe_id", "card"))
+    excess = (long.group_by("shoe", "card").agg(pl.len().alias("count"), pl.col("decks").first())
+              .filter(pl.col("count") > pl.col("decks")).select("shoe", "card"))
     first_excess = (
-        long.join(excess, on=["shoe_id", "card"], how="semi")
-        .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
-        .filter(pl.col("seen") == pl.col("decks") + 1)
+        long.join(excess, on=["shoe", "card"], how="semi")
+        .with_columns(seen=pl.col("card").cum_count().over("shoe", "card", order_by=[*_ORDER, "position"]))
+        .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
+        .select("round_key", "card", "seen")
+        .join(in_shoes, on="round_key", how="inner")
     )
     name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
                                          return_dtype=pl.String)
     return _finding(
-        first_excess, "CARD_COUNT",
+        first_excess.sort("source_file", "source_row"), "CARD_COUNT",
         expected=pl.format("at most {}", pl.col("decks")),
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
