@@ -231,14 +231,13 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> tuple[pl.L
     if mapping is not None:
         text |= {c: text[c].replace(table) for c, table in mapping.values.items() if c in text}
     present = [c for c in columns(contract_name) if c in names]
-    not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present if file_format == "csv"]
-    frame = (
-        frame.with_row_index("source_row", offset=1)
-        .select(pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **text)
-        .with_columns(malformed=pl.concat_str(["malformed", *not_utf8], separator="; ", ignore_nulls=True)
-                      .replace("", None))
-    )
+    frame = frame.with_row_index("source_row", offset=1).select(
+        pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **text)
+    if file_format == "csv":  # Parquet strings are UTF-8 by the format's rules
+        not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                    .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
+        frame = frame.with_columns(
+            malformed=reasons_text(["malformed", *not_utf8]))
     return frame, [*names, *partitions], file_format
 
 
@@ -274,6 +273,12 @@ def timestamp(text: pl.Expr) -> pl.Expr:
         iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_zone="UTC", strict=False),
         iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_zone="UTC", strict=False),
     )
+
+
+def reasons_text(reasons: list) -> pl.Expr:
+    """The reasons that hold for a row, joined with "; "; null when none does."""
+    joined = pl.concat_str(reasons, separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
 
 
 def _clean_text(column: pl.Expr) -> pl.Expr:
@@ -316,7 +321,7 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
         if not column.endswith("_3"):
             reasons.append(pl.when(raw.is_null()).then(pl.lit(f"{column} is empty")))
     return frame.with_columns(**codes).with_columns(
-        reject=pl.concat_str(reasons, separator="; ", ignore_nulls=True).replace("", None)
+        reject=reasons_text(reasons)
     )
 
 

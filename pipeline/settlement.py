@@ -14,6 +14,7 @@ from decimal import Decimal
 import polars as pl
 
 from pipeline import bets, profiles
+from pipeline.ingest import reasons_text
 from pipeline.errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
@@ -128,7 +129,7 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         .then(pl.format("bet type {} is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
     ]
     return joined.with_columns(
-        reject=pl.concat_str(reasons, separator="; ", ignore_nulls=True).replace("", None),
+        reject=reasons_text(reasons),
         expected_e12=_rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8")),
         paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
     )
