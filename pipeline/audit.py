@@ -32,16 +32,11 @@ OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", 
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 
-def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
-    """Parsed rows with card values beside their codes, replayed (a quarantined row replays to noise)."""
+def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
+    """Rows fit to replay, with card values beside their codes, replayed."""
     values = {c.replace("_card", ""): cards.value_expr(pl.col(ingest.code_column(c)))
               for c in ingest.CARD_COLUMNS}
-    return replay(parsed.with_columns(**values))
-
-
-def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows fit to replay, replayed."""
-    return replayed(parsed.filter(pl.col("reject").is_null()))
+    return replay(parsed.filter(pl.col("reject").is_null()).with_columns(**values))
 
 
 def sha256(path: Path) -> str:
@@ -95,67 +90,62 @@ class Result:
 
 @dataclass
 class _Plan:
-    """One pass over the data: files to sink and small frames to collect.
-
-    Polars' common-subplan elimination would hold a scan shared by several outputs in memory whole,
-    so a pass either has one output (the first) or lets each output scan the staged file itself.
-    """
+    """One pass over the data: files to sink and small frames to collect, from one scan."""
 
     sinks: dict[str, pl.LazyFrame] = field(default_factory=dict)
     frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
 
     def run(self, path: Path, staging: Path) -> dict[str, pl.DataFrame]:
         sinks = [frame.sink_parquet(staging / name, lazy=True) for name, frame in self.sinks.items()]
-        collected = ingest.collect(path, [*sinks, *self.frames.values()],
-                                   pl.QueryOptFlags(comm_subplan_elim=False))[len(sinks):]
+        collected = ingest.collect(path, [*sinks, *self.frames.values()])[len(sinks):]
         return dict(zip(self.frames, collected))
 
 
-STAGED = "rounds.parquet"  # every row parsed and replayed: the first pass's output, never published
+REPLAYED = "replayed.parquet"  # the first pass's result, read by the second; never published
 
 
-def _first_pass(log: ingest.Log, options: Options) -> _Plan:
-    """Read and parse the log once, streaming, into a staged Parquet file of parsed, replayed rows."""
+def _first_pass(log: ingest.Log, bet_log: ingest.Log | None, options: Options) -> _Plan:
+    """Read and parse the log once: quarantine, counts, the contract's views, and the replayed rounds.
+
+    The replayed rounds go to a staging Parquet file that every check of the second pass scans, so
+    nothing is parsed twice and memory stays bounded whatever the size of the log.
+    """
     plan = _Plan()
     parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
-    plan.sinks[STAGED] = replayed(parsed)
-    return plan
-
-
-def _contract_views(log: ingest.Log, bet_log: ingest.Log | None) -> _Plan:
-    """The columns Great Expectations checks, collected (GX works in memory anyway)."""
-    plan = _Plan()
-    plan.frames["rounds_view"] = contract.view(log, "round_log")
+    rejected = pl.col("reject").is_not_null()
+    plan.sinks[REPLAYED] = replayable(parsed)
+    plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
+    plan.frames["rows_per_file"] = log.frame.group_by("source_file").agg(pl.len().alias("rows"))
     if bet_log is not None:
-        plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
+        plan.frames["bets_per_file"] = bet_log.frame.group_by("source_file").agg(pl.len().alias("rows"))
+    plan.frames["rounds"] = parsed.select(
+        rows_read=pl.len(), rows_quarantined=rejected.sum(),
+        suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
+                                       for c in ingest.CARD_COLUMNS).sum(),
+    )
+    if options.validate:
+        plan.frames["rounds_view"] = contract.view(log, "round_log")
+        if bet_log is not None:
+            plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
     return plan
 
 
 def _second_pass(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
                  started: datetime, staging: Path) -> _Plan:
-    """Quarantine, counts, every check over the replayed rounds (and the bets), and fairness counts."""
+    """Every check over the replayed rounds (and the bets), and the fairness counts."""
     plan = _Plan()
-    staged = pl.scan_parquet(staging / STAGED)
-    rejected = pl.col("reject").is_not_null()
-    rounds = staged.filter(~rejected)
-    plan.sinks["quarantine.parquet"] = staged.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
-    plan.frames["rows_per_file"] = staged.group_by("source_file").agg(pl.len().alias("rows"))
-    plan.frames["rounds"] = staged.select(
-        rows_read=pl.len(), rows_quarantined=rejected.sum(),
-        suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
-                                       for c in ingest.CARD_COLUMNS).sum(),
-    )
+    replayed = pl.scan_parquet(staging / REPLAYED)
     decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                          schema={"profile": pl.String, "decks": pl.Int64})
-    findings = [round_findings(rounds)]
+    findings = [round_findings(replayed)]
     if options.across_rounds:
-        findings.append(integrity.integrity_findings(rounds, decks, log.columns, started))
+        findings.append(integrity.integrity_findings(replayed, decks, log.columns, started))
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
-            plan.frames["fairness"] = fairness.observed_counts(rounds, levels)
+            plan.frames["fairness"] = fairness.observed_counts(replayed, levels)
     if bet_log is not None:
-        plan.frames["bets_per_file"] = bet_log.frame.group_by("source_file").agg(pl.len().alias("rows"))
-        settled = settlement.settle(bet_log.frame, settlement.round_facts(rounds), staged.filter(rejected), names)
+        quarantined = pl.scan_parquet(staging / "quarantine.parquet")
+        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed), quarantined, names)
         findings.append(settlement.bet_findings(settled).cast(FINDINGS_SCHEMA))
         plan.frames["bets"] = settlement.bet_counts(settled)
         plan.sinks["bets_quarantine.parquet"] = settled.filter(pl.col("reject").is_not_null()).select(
@@ -177,11 +167,9 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
         options.on_phase("reading and replaying")
-        counted = _first_pass(log, options).run(log.path, staging)
+        counted = _first_pass(log, bet_log, options).run(log.path, staging)
         options.on_phase("checking")
         counted |= _second_pass(log, bet_log, names, options, started, staging).run(log.path, staging)
-        if options.validate:
-            counted |= _contract_views(log, bet_log).run(log.path, staging)
         options.on_phase("fairness statistics")
         tests = _fairness(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")

@@ -290,11 +290,10 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-def collect(path: Path, frames: list[pl.LazyFrame], optimizations: pl.QueryOptFlags | None = None
-            ) -> list[pl.DataFrame]:
+def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file."""
     try:
-        return pl.collect_all(frames, optimizations=optimizations or pl.QueryOptFlags())
+        return pl.collect_all(frames)
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: could not be read to the end ({_first_line(error)})") from None
 
