@@ -15,7 +15,6 @@ descriptive: they are reported, never flagged.
 
 from __future__ import annotations
 
-import math
 
 import polars as pl
 

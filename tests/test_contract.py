@@ -3,7 +3,6 @@
 import json
 
 import polars as pl
-import pytest
 from typer.testing import CliRunner
 
 from conftest import ASSETS
