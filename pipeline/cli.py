@@ -181,11 +181,12 @@ def explain(
     as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
+    mapping: MappingOption = None,
 ) -> None:
     """Replay one round step by step and set each recorded value beside the replayed one."""
     try:
         profiles.load(profile)
-        rows = ingest.rows_for_round(rounds, "round_log", round_id)
+        rows = ingest.rows_for_round(rounds, "round_log", round_id, _mapping(mapping))
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id) if bets else []
         for row in rows:
             row["profile"] = row["profile"] or profile
