@@ -30,7 +30,7 @@ MEANING = "A table's outcome frequencies are further from the exact expectation 
 
 def probabilities(decks: int) -> dict[str, float]:
     """Exact chance per round of each statistic, for a shoe of `decks` decks."""
-    tally = odds.finishes(decks)
+    tally = odds.finishes_vectorized(decks)
     total = sum(tally.values())
     results = odds.result_counts_from(tally)
     pair = float(odds.pair_probability(decks))

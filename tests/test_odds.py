@@ -51,3 +51,8 @@ def test_outcome_probabilities_and_pair_chance():
     assert f"{float(figures.outcomes['PLAYER']):.6f}" == "0.446247"
     assert f"{float(figures.outcomes['TIE']):.6f}" == "0.095156"
     assert figures.outcomes["pair"] == Fraction(31, 415)
+
+
+@pytest.mark.parametrize("decks", [8, 6, 1])
+def test_the_vectorized_enumeration_counts_every_finish_as_the_scalar_one(decks):
+    assert odds.finishes_vectorized(decks) == odds.finishes(decks)
