@@ -20,13 +20,6 @@ def card_name(card: pl.Expr) -> pl.Expr:
     return card.replace_strict(_CARD_NAMES, return_dtype=pl.String)
 
 
-def _range_text(values: frozenset[int]) -> str:
-    ordered = sorted(values)
-    if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f"{ordered[0]}-{ordered[-1]}" if len(ordered) > 1 else str(ordered[0])
-    return ",".join(map(str, ordered))
-
-
 def recorded_outcome(raw: pl.Expr) -> pl.Expr:
     """The recorded result as PLAYER, BANKER or TIE; null when it is none of the accepted spellings."""
     return raw.str.to_uppercase().replace_strict(
@@ -74,12 +67,12 @@ def _draw_check(hand: str, rule: pl.Expr) -> Check:
 
 _PLAYER_RULE = pl.format(
     "Player opened on {} (draws on {}, stands on 6-7)",
-    pl.col("player_opening"), pl.lit(_range_text(tableau.PLAYER_DRAWS_ON)),
+    pl.col("player_opening"), pl.lit(tableau.spans(tableau.PLAYER_DRAWS_ON)),
 )
 _BANKER_RULE = pl.when(pl.col("player_code_3").is_null()).then(
     pl.format(
         "Player stood and Banker opened on {} (draws on {} when Player stands)",
-        pl.col("banker_opening"), pl.lit(_range_text(tableau.BANKER_DRAWS_WHEN_PLAYER_STOOD)),
+        pl.col("banker_opening"), pl.lit(tableau.spans(tableau.BANKER_DRAWS_WHEN_PLAYER_STOOD)),
     )
 ).otherwise(
     pl.format(

@@ -9,8 +9,14 @@ from pipeline.settlement import money_str, parse_amount
 from pipeline.coup import replay
 
 
-def _range_text(values: frozenset[int]) -> str:
+def _listed(values: frozenset[int]) -> str:
+    """Third-card values one by one, as the tableau row is read out in a dispute."""
     return ", ".join(map(str, sorted(values))) or "nothing"
+
+
+def _rule(draws_on: frozenset[int]) -> str:
+    """"draws on 0-5 and stands on 6-7", from the tableau's set."""
+    return f"draws on {tableau.spans(draws_on)} and stands on {tableau.spans(tableau.DECIDING_TOTALS - draws_on)}"
 
 
 def explain(row: dict) -> dict:
@@ -31,20 +37,22 @@ def explain(row: dict) -> dict:
         steps.append("Natural (8 or 9 on two cards): nobody draws; the coup ends here.")
     else:
         steps.append("No natural.")
-        rule = "draws on 0-5" if coup.player_must_draw else "stands on 6-7"
+        draws_on = tableau.PLAYER_DRAWS_ON
+        rule = (f"draws on {tableau.spans(draws_on)}" if coup.player_must_draw
+                else f"stands on {tableau.spans(tableau.DECIDING_TOTALS - draws_on)}")
         steps.append(f"Player on {coup.player_opening} {rule}: Player must "
                      f"{'draw' if coup.player_must_draw else 'stand'}.")
     steps.append(f"Player {'drew ' + shown['player_3'] if coup.player_drew else 'stood'} "
                  f"({'as required' if coup.player_drew == coup.player_must_draw else 'CONTRARY TO THE TABLEAU'}).")
     if not coup.natural:
         if value["player_3"] is None:
-            steps.append(f"Player stood, so Banker draws on 0-5 and stands on 6-7: Banker on "
+            steps.append(f"Player stood, so Banker {_rule(tableau.BANKER_DRAWS_WHEN_PLAYER_STOOD)}: Banker on "
                          f"{coup.banker_opening} must {'draw' if coup.banker_must_draw else 'stand'}.")
         else:
             draws_on = tableau.BANKER_DRAWS_AGAINST_THIRD_CARD[coup.banker_opening]
             steps.append(
                 f"Player drew, so the tableau row for Banker {coup.banker_opening} applies: Banker draws "
-                f"when Player's third card counts {_range_text(draws_on)}. Player's third card counts "
+                f"when Player's third card counts {_listed(draws_on)}. Player's third card counts "
                 f"{value['player_3']}: Banker must {'draw' if coup.banker_must_draw else 'stand'}."
             )
     steps.append(f"Banker {'drew ' + shown['banker_3'] if coup.banker_drew else 'stood'} "

@@ -38,6 +38,18 @@ BANKER_DRAW_KEYS = frozenset(
 )
 
 
+def spans(values: frozenset[int]) -> str:
+    """A set of totals or values as the procedure writes it: "0-5" when it runs without a gap."""
+    ordered = sorted(values)
+    if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}" if len(ordered) > 1 else str(ordered[0])
+    return ",".join(map(str, ordered))
+
+
+#: Totals that can face a decision: everything but a natural.
+DECIDING_TOTALS = frozenset(range(10)) - NATURALS
+
+
 def total(*values: int) -> int:
     """A hand's total: the last digit of the sum of its card values (hands never bust)."""
     return sum(values) % 10
