@@ -22,7 +22,7 @@ import polars as pl
 
 from decimal import Decimal
 
-from pipeline import bets, cards, profiles, tableau
+from pipeline import bets, cards, coup, profiles, tableau
 from pipeline.settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
@@ -129,9 +129,15 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
     return log
 
 
-def _player_wins(player: list[int], banker: list[int]) -> bool:
+def _replayed(player: list[int], banker: list[int]) -> coup.Replay:
+    """The scalar replay of dealt cards: totals, result and natural, computed in one place."""
     value = cards.value_of
-    return tableau.result(tableau.total(*map(value, player)), tableau.total(*map(value, banker))) == "PLAYER"
+    third = [value(hand[2]) if len(hand) == 3 else None for hand in (player, banker)]
+    return coup.replay(value(player[0]), value(banker[0]), value(player[1]), value(banker[1]), *third)
+
+
+def _player_wins(player: list[int], banker: list[int]) -> bool:
+    return _replayed(player, banker).result == "PLAYER"
 
 
 def _one_card_too_many(player: list[int], banker: list[int], shown: Counter, decks: int) -> bool:
@@ -150,17 +156,14 @@ def _one_card_too_many(player: list[int], banker: list[int], shown: Counter, dec
 def _place_bets(log: Log, rng: random.Random, fault_rate: float, profile: profiles.Profile,
                 player: list[int], banker: list[int]) -> None:
     """One to three bets on the round just recorded, paid as the profile says (or faulted)."""
-    value, rank = cards.value_of, cards.rank_of
-    coup = bets.facts(
-        tableau.total(*map(value, player)), tableau.total(*map(value, banker)), len(player), len(banker),
-        tableau.is_natural(tableau.total(value(player[0]), value(player[1])),
-                           tableau.total(value(banker[0]), value(banker[1]))),
-        rank(player[0]) == rank(player[1]), rank(banker[0]) == rank(banker[1]),
-    )
+    rank = cards.rank_of
+    dealt = _replayed(player, banker)
+    facts = bets.facts(dealt.player_final, dealt.banker_final, len(player), len(banker), dealt.natural,
+                       rank(player[0]) == rank(player[1]), rank(banker[0]) == rank(banker[1]))
     round_id = log.rows[-1]["round_id"]
     for bet_type in rng.sample(bets.offered(profile), rng.randint(1, 3)):
         stake = rng.choice(STAKES)
-        paid = bets.settle(profile, bet_type, coup, stake).expected
+        paid = bets.settle(profile, bet_type, facts, stake).expected
         bet_id = f"{round_id}-B{len(log.bets) + 1:07d}"
         if rng.random() < fault_rate:
             paid = rng.choice([a for a in (stake * 2, Decimal(0), stake, paid + stake, stake * 10) if a != paid])
@@ -183,9 +186,8 @@ def _record(log: Log, rng: random.Random, fault: str | None, place: tuple,
             player: list[int], banker: list[int]) -> dict:
     """The row the table system would log for a coup, with the fault (if any) written into it."""
     table_id, shoe_id, hand_no, clock = place
-    player_total = tableau.total(*map(cards.value_of, player))
-    banker_total = tableau.total(*map(cards.value_of, banker))
-    outcome = tableau.result(player_total, banker_total)
+    dealt = _replayed(player, banker)
+    player_total, banker_total, outcome = dealt.player_final, dealt.banker_final, dealt.result
     round_id = f"{shoe_id}-C{hand_no:03d}"
     if fault == "PLAYER_TOTAL":
         player_total = (player_total + rng.randint(1, 9)) % 10
