@@ -21,9 +21,9 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import __version__, cards, contract, evidence, fairness, ingest, integrity, profiles, report, settlement
-from pipeline.checks import CHECKS, CODES
+from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
-from pipeline.findings import FINDINGS_SCHEMA, round_findings
+from pipeline.findings import FINDINGS_SCHEMA, id_key, in_log_order, repeated_keys, round_findings
 from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
@@ -32,11 +32,16 @@ OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", 
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 
-def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
-    """Rows fit to replay, with card values beside their codes, replayed."""
+def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
+    """Every parsed row with its card values and its replay (meaningless where `reject` is set)."""
     values = {c.replace("_card", ""): cards.value_expr(pl.col(ingest.code_column(c)))
               for c in ingest.CARD_COLUMNS}
-    return replay(parsed.filter(pl.col("reject").is_null()).with_columns(**values))
+    return replay(parsed.with_columns(**values))
+
+
+def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
+    """Rows fit to replay, with card values beside their codes, replayed."""
+    return replayed(parsed.filter(pl.col("reject").is_null()))
 
 
 def sha256(path: Path) -> str:
@@ -47,18 +52,16 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def profiles_in(log: ingest.Log, default: str) -> list[str]:
-    """The profiles a run needs: the default and every name in the log's `profile` column, all known."""
+def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
+    """The profiles a run needs: the default and every name in the staged rounds' `profile`, all known."""
     profiles.load(default)
     names = {default}
-    if "profile" in log.columns:
-        found = ingest.collect(log.path, [log.frame.select(pl.col("profile").drop_nulls().unique())])[0]
-        for name in found["profile"]:
-            try:
-                profiles.load(name)
-            except InputError as error:
-                raise InputError(f"{log.path}: column profile: {error}") from None
-            names.add(name)
+    for name in rounds.select(pl.col("profile").unique()).collect()["profile"]:
+        try:
+            profiles.load(name)
+        except InputError as error:
+            raise InputError(f"{label}: column profile: {error}") from None
+        names.add(name)
     return sorted(names)
 
 
@@ -88,70 +91,83 @@ class Result:
         return self.summary["exit_code"]
 
 
-@dataclass
-class _Plan:
-    """One pass over the data: files to sink and small frames to collect, from one scan."""
-
-    sinks: dict[str, pl.LazyFrame] = field(default_factory=dict)
-    frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
-
-    def run(self, path: Path, staging: Path) -> dict[str, pl.DataFrame]:
-        sinks = [frame.sink_parquet(staging / name, lazy=True) for name, frame in self.sinks.items()]
-        collected = ingest.collect(path, [*sinks, *self.frames.values()])[len(sinks):]
-        return dict(zip(self.frames, collected))
+STAGED = "rounds.staged.parquet"  # every row parsed and replayed, read by every check; never published
+STAGED_BETS = "bets.staged.parquet"  # every bet with its settlement or its reject reason; never published
+PARTS = ("findings.rounds.parquet", "findings.duplicates.parquet", *(f"findings.{code}.parquet" for code in integrity.CODES),
+         "findings.bets.parquet")  # the findings of each query, merged into findings.parquet
 
 
-REPLAYED = "replayed.parquet"  # the first pass's result, read by the second; never published
+@dataclass(frozen=True)
+class _Queries:
+    """Runs each output as its own streaming query, one after another.
 
-
-def _first_pass(log: ingest.Log, bet_log: ingest.Log | None, options: Options) -> _Plan:
-    """Read and parse the log once: quarantine, counts, the contract's views, and the replayed rounds.
-
-    The replayed rounds go to a staging Parquet file that every check of the second pass scans, so
-    nothing is parsed twice and memory stays bounded whatever the size of the log.
+    One query per output keeps memory bounded: queries that shared a scan in one plan made polars cache
+    the whole scan for the branches to share. Every query after the first reads the staged rounds,
+    which are cheap to read again. A read failure is reported on the log it came from.
     """
-    plan = _Plan()
+
+    staging: Path
+
+    def sink(self, name: str, frame: pl.LazyFrame, label: Path) -> None:
+        ingest.collect(label, [frame.sink_parquet(self.staging / name, lazy=True)])
+
+    def frame(self, frame: pl.LazyFrame, label: Path) -> pl.DataFrame:
+        return ingest.collect(label, [frame])[0]
+
+
+def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
+    """The one read of the log: every row parsed (cards, reject reason) and replayed, streamed to disk."""
     parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
+    staged = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
+    _Queries(staging).sink(STAGED, staged, log.path)
+
+
+def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
+           started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
+    """Every check over the staged rounds (and the bets); returns the small frames the summary needs."""
+    run, label = _Queries(staging), log.path
+    rounds = pl.scan_parquet(staging / STAGED)
     rejected = pl.col("reject").is_not_null()
-    plan.sinks[REPLAYED] = replayable(parsed)
-    plan.sinks["quarantine.parquet"] = parsed.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
-    plan.frames["rows_per_file"] = log.frame.group_by("source_file").agg(pl.len().alias("rows"))
-    if bet_log is not None:
-        plan.frames["bets_per_file"] = bet_log.frame.group_by("source_file").agg(pl.len().alias("rows"))
-    plan.frames["rounds"] = parsed.select(
-        rows_read=pl.len(), rows_quarantined=rejected.sum(),
-        suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.UInt32)
-                                       for c in ingest.CARD_COLUMNS).sum(),
-    )
-    if options.validate:
-        plan.frames["rounds_view"] = contract.view(log, "round_log")
-        if bet_log is not None:
-            plan.frames["bets_view"] = contract.view(bet_log, "bet_log")
-    return plan
-
-
-def _second_pass(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
-                 started: datetime, staging: Path) -> _Plan:
-    """Every check over the replayed rounds (and the bets), and the fairness counts."""
-    plan = _Plan()
-    replayed = pl.scan_parquet(staging / REPLAYED)
-    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
-                         schema={"profile": pl.String, "decks": pl.Int64})
-    findings = [round_findings(replayed)]
+    replayable_rounds = rounds.filter(~rejected)
+    counted = {
+        "rows_per_file": run.frame(rounds.group_by("source_file").agg(pl.len().alias("rows")), label),
+        "rounds": run.frame(rounds.select(
+            rows_read=pl.len(), rows_quarantined=rejected.sum(),
+            suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False)
+                                           .cast(pl.UInt32) for c in ingest.CARD_COLUMNS).sum()), label),
+    }
+    run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
+    run.sink("findings.rounds.parquet", round_findings(replayable_rounds, PER_ROUND), label)
+    repeated = run.frame(repeated_keys(replayable_rounds), label)
+    run.sink("findings.duplicates.parquet",
+             round_findings(replayable_rounds.join(repeated.lazy(), on="id_key", how="semi"), DUPLICATE), label)
     if options.across_rounds:
-        findings.append(integrity.integrity_findings(replayed, decks, log.columns, started))
+        decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
+                             schema={"profile": pl.String, "decks": pl.Int64})
+        for code, found in integrity.integrity_findings(replayable_rounds, decks, log.columns, started).items():
+            run.sink(f"findings.{code}.parquet", found, label)
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
-            plan.frames["fairness"] = fairness.observed_counts(replayed, levels)
+            counted["fairness"] = run.frame(fairness.observed_counts(replayable_rounds, levels), label)
+    if options.validate:
+        counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
         quarantined = pl.scan_parquet(staging / "quarantine.parquet")
-        settled = settlement.settle(bet_log.frame, settlement.round_facts(replayed), quarantined, names)
-        findings.append(settlement.bet_findings(settled).cast(FINDINGS_SCHEMA))
-        plan.frames["bets"] = settlement.bet_counts(settled)
-        plan.sinks["bets_quarantine.parquet"] = settled.filter(pl.col("reject").is_not_null()).select(
-            *settlement.BET_COLUMNS, reason=pl.col("reject"))
-    plan.sinks["findings.parquet"] = pl.concat(findings)
-    return plan
+        run.sink(STAGED_BETS, settlement.settle(bet_log.frame, settlement.round_facts(replayable_rounds),
+                                                quarantined, names), bet_log.path)
+        settled = pl.scan_parquet(staging / STAGED_BETS)
+        counted["bets_per_file"] = run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label)
+        counted["bets"] = run.frame(settlement.bet_counts(settled), label)
+        run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA), label)
+        run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
+            *settlement.BET_COLUMNS, reason=pl.col("reject")), label)
+        if options.validate:
+            counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
+    rounds_found, duplicates, *others = (pl.read_parquet(staging / name) for name in PARTS
+                                         if (staging / name).exists())
+    pl.concat([in_log_order(pl.concat([rounds_found, duplicates])), *others]).write_parquet(
+        staging / "findings.parquet")
+    return counted
 
 
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
@@ -161,15 +177,15 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         contract.preload()
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
-    names = profiles_in(log, options.profile)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
         options.on_phase("reading and replaying")
-        counted = _first_pass(log, bet_log, options).run(log.path, staging)
+        _stage(log, options, staging)
+        names = profiles_in(pl.scan_parquet(staging / STAGED), log.path, options.profile)
         options.on_phase("checking")
-        counted |= _second_pass(log, bet_log, names, options, started, staging).run(log.path, staging)
+        counted = _check(log, bet_log, names, options, started, staging)
         options.on_phase("fairness statistics")
         tests = _fairness(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")

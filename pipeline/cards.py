@@ -15,6 +15,8 @@ import itertools
 
 import polars as pl
 
+from pipeline.lookup import lookup
+
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUITS = ("S", "H", "D", "C")
 _RANK_SPELLINGS = {rank: i for i, rank in enumerate(RANKS, start=1)} | {"T": 10}
@@ -69,17 +71,9 @@ def parse(text: str | None) -> int | None:
     return SPELLINGS.get(text.strip())
 
 
-_SPELLING_ENUM = pl.Enum(sorted(SPELLINGS))
-_CODE_OF_SPELLING = pl.Series([SPELLINGS[s] for s in sorted(SPELLINGS)], dtype=pl.UInt8)
-
-
 def parse_expr(column: pl.Expr) -> pl.Expr:
-    """Card code (UInt8) of a trimmed text column (ingest trims); null where it is null or not a card.
-
-    The text is cast to an Enum of every spelling (anything else becomes null) and the Enum's index
-    picks the code: unlike `replace_strict`, this keeps polars' streaming engine in bounded memory.
-    """
-    return pl.lit(_CODE_OF_SPELLING).gather(column.cast(_SPELLING_ENUM, strict=False).to_physical())
+    """Card code (UInt8) of a trimmed text column (ingest trims); null where it is null or not a card."""
+    return lookup(column, SPELLINGS, pl.UInt8)
 
 
 def value_expr(card: pl.Expr) -> pl.Expr:

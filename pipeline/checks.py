@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipeline import cards, ingest, tableau
+from pipeline.lookup import lookup
 
 _CARD_NAMES = {code: cards.name(code) for code in set(cards.SPELLINGS.values())}
 
@@ -22,9 +23,7 @@ def card_name(card: pl.Expr) -> pl.Expr:
 
 def recorded_outcome(raw: pl.Expr) -> pl.Expr:
     """The recorded result as PLAYER, BANKER or TIE; null when it is none of the accepted spellings."""
-    return raw.str.to_uppercase().replace_strict(
-        ingest.outcome_spellings(), default=None, return_dtype=pl.String
-    )
+    return lookup(raw.str.to_uppercase(), ingest.outcome_spellings(), pl.String)
 
 
 @dataclass(frozen=True)
@@ -138,3 +137,6 @@ CHECKS: tuple[Check, ...] = (
     _duplicate_check(),
 )
 CODES = tuple(check.code for check in CHECKS)
+#: Checks that look at one row each, and the one that looks across rows (run on candidate rows only).
+PER_ROUND = tuple(c for c in CHECKS if c.code != "DUPLICATE_ROUND")
+DUPLICATE = tuple(c for c in CHECKS if c.code == "DUPLICATE_ROUND")

@@ -142,7 +142,7 @@ def validate(
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
-        view = ingest.collect(opened.path, [contract.view(opened, name)])[0]
+        view = ingest.collect(opened.path, [contract.view(opened.frame, opened.columns, name)])[0]
         result = contract.validate(view, name, _window(window_start, window_end), docs)
     except InputError as error:
         raise _fail(error) from None

@@ -56,10 +56,12 @@ def _column_of(expectation: dict) -> str | None:
     return expectation["kwargs"].get("column")
 
 
-def view(log: ingest.Log, contract_name: str) -> pl.LazyFrame:
-    """The columns of `log` that the contract's suite reads, shaped for GX (see module docstring)."""
+def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl.LazyFrame:
+    """The columns of a log's frame (`ingest.Log.frame`, or the staged rounds, which carry the same
+    text) that the contract's suite reads, shaped for GX (see module docstring). `present`: the
+    columns the log really has."""
     kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
-    wanted = [c for c in ingest.columns(contract_name) if c in log.columns and (
+    wanted = [c for c in ingest.columns(contract_name) if c in present and (
         c in ingest.required(contract_name)
         or any(_column_of(e) == c for e in ingest.contract(contract_name)["expectations"]))]
     shaped = []
@@ -76,7 +78,7 @@ def view(log: ingest.Log, contract_name: str) -> pl.LazyFrame:
             column = pl.when(column.is_not_null() & ingest.timestamp(column).is_null()).then(-1).otherwise(
                 ingest.timestamp(column).dt.epoch("s"))
         shaped.append(column.alias(c))
-    return log.frame.select(shaped)
+    return frame.select(shaped)
 
 
 def _expectations(contract_name: str, present: set[str], window: Window) -> tuple[list, dict[int, str]]:

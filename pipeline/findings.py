@@ -16,12 +16,16 @@ FINDINGS_SCHEMA = {c: pl.UInt32 if c == "source_row" else pl.String for c in FIN
 def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -> pl.LazyFrame:
     """Every failed check (of `checks`) of every replayed round, in log order and check order.
 
-    One filtered frame per check, concatenated: the texts are built for flagged rounds only, and the
-    replay plan underneath is shared (polars caches a common subplan).
+    The flags are computed in one streaming pass and only rounds with a flag are kept; the texts are
+    then built on that small frame, once per check. (One filtered copy of the whole frame per check
+    would make polars cache the whole frame for the branches to share.)
     """
-    placed = replayed.with_columns(source=pl.lit("rounds"), bet_id=pl.lit(None, pl.String))
+    chosen = [(order, check) for order, check in enumerate(CHECKS) if check in checks]
+    flags = {f"flag_{order}": check.flag for order, check in chosen}
+    flagged = (replayed.with_columns(source=pl.lit("rounds"), bet_id=pl.lit(None, pl.String), **flags)
+               .filter(pl.any_horizontal(*flags)))
     per_check = [
-        placed.filter(check.flag).select(
+        flagged.filter(pl.col(f"flag_{order}")).select(
             *PLACE_COLUMNS,
             check=pl.lit(check.code),
             expected=check.expected,
@@ -29,6 +33,24 @@ def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -
             detail=check.detail,
             order=pl.lit(order, pl.UInt8),
         )
-        for order, check in enumerate(CHECKS) if check in checks
+        for order, check in chosen
     ]
     return pl.concat(per_check).sort("source_file", "source_row", "order").drop("order").cast(FINDINGS_SCHEMA)
+
+
+def in_log_order(found: pl.DataFrame) -> pl.DataFrame:
+    """Round findings by file and row, and within a round in the order of `CHECKS`."""
+    order = {check.code: i for i, check in enumerate(CHECKS)}
+    return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))
+
+
+def id_key(round_id: pl.Expr) -> pl.Expr:
+    """A 64-bit hash of a round_id: duplicates are looked for among numbers, not strings."""
+    return round_id.hash(seed=0)
+
+
+def repeated_keys(replayed: pl.LazyFrame) -> pl.LazyFrame:
+    """The id keys on more than one row: every duplicated round_id (and, rarely, a hash collision,
+    which the exact count of `round_findings` on those rows then clears)."""
+    return (replayed.group_by("id_key").agg(pl.len().alias("rows"))
+            .filter(pl.col("rows") > 1).select("id_key"))

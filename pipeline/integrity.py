@@ -154,12 +154,12 @@ def timestamps(rounds: pl.LazyFrame, run_started: datetime) -> pl.LazyFrame:
 
 
 def integrity_findings(replayed: pl.LazyFrame, decks: pl.LazyFrame, columns: frozenset[str],
-                       run_started: datetime) -> pl.LazyFrame:
-    """The findings of every integrity check that can run on a log with these columns."""
+                       run_started: datetime) -> dict[str, pl.LazyFrame]:
+    """The findings of each integrity check that can run on a log with these columns, by code
+    (one query each, so that no query holds the rounds for another)."""
     rounds = _with_order(replayed, decks)
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     parts = {"CARD_COUNT": lambda: card_counts(rounds, listed), "SHOE_SEQUENCE": lambda: shoe_sequence(rounds),
              "TIMESTAMP": lambda: timestamps(rounds, run_started)}
-    frames = [make() for code, make in parts.items() if states[code] == "ran"]
-    return pl.concat(frames) if frames else pl.LazyFrame(schema=FINDINGS_SCHEMA)
+    return {code: make() for code, make in parts.items() if states[code] == "ran"}

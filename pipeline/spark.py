@@ -24,13 +24,11 @@ import pyarrow as pa
 
 from pipeline import __version__, ingest
 from pipeline.audit import QUARANTINE_COLUMNS, replayable, sha256
-from pipeline.checks import CHECKS, CODES
+from pipeline.checks import CODES, DUPLICATE, PER_ROUND
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
-from pipeline.findings import FINDING_COLUMNS, FINDINGS_SCHEMA, round_findings
+from pipeline.findings import FINDING_COLUMNS, FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
-PER_ROUND = tuple(c for c in CHECKS if c.code != "DUPLICATE_ROUND")
-DUPLICATE = tuple(c for c in CHECKS if c.code == "DUPLICATE_ROUND")
 TEXT_COLUMNS = ingest.columns("round_log")
 
 
@@ -125,9 +123,8 @@ def audit(rounds, out_dir: Path, profile: str = "standard", master: str = "local
         copies.lazy().with_columns(pl.col("source_row").cast(pl.UInt32)).with_columns(
             pl.col("profile").fill_null(profile)))), DUPLICATE).collect() if copies.height
         else pl.DataFrame(schema=FINDINGS_SCHEMA))
-    order = {c.code: i for i, c in enumerate(CHECKS)}
-    found = (pl.concat([pl.from_arrow(findings.toArrow()).cast(FINDINGS_SCHEMA), duplicates.cast(FINDINGS_SCHEMA)])
-             .sort(pl.col("source_file"), pl.col("source_row"), pl.col("check").replace_strict(order)))
+    found = in_log_order(pl.concat([pl.from_arrow(findings.toArrow()).cast(FINDINGS_SCHEMA),
+                                    duplicates.cast(FINDINGS_SCHEMA)]))
     rejected = pl.from_arrow(quarantine.toArrow()).with_columns(pl.col("source_row").cast(pl.UInt32)).sort(
         "source_file", "source_row")
     rows_read = log.count()
