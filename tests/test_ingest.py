@@ -133,3 +133,22 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "open", refuse)
     with pytest.raises(InputError, match=r"locked.csv: cannot be read \(Permission denied\)$"):
         ingest.scan(path, "round_log")
+
+
+def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
+    from datetime import UTC, datetime
+
+    from pipeline import ingest
+
+    spellings = {
+        "2026-11-01T18:00:00Z": datetime(2026, 11, 1, 18, tzinfo=UTC),
+        "2026-11-01 18:00:00": datetime(2026, 11, 1, 18, tzinfo=UTC),
+        "2026-11-01T18:00:00": datetime(2026, 11, 1, 18, tzinfo=UTC),
+        "2026-11-01T18:00:00.123Z": datetime(2026, 11, 1, 18, 0, 0, 123000, tzinfo=UTC),
+        "2026-11-01T18:00:00.5+01:00": datetime(2026, 11, 1, 17, 0, 0, 500000, tzinfo=UTC),
+        "2026-11-01T18:00:00+0100": datetime(2026, 11, 1, 17, tzinfo=UTC),
+        "2026-13-01T18:00:00Z": None,
+        "yesterday": None,
+    }
+    read = pl.DataFrame({"t": list(spellings)}).select(ingest.timestamp(pl.col("t")))["t"].to_list()
+    assert read == list(spellings.values())
