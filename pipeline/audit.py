@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from functools import partial
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from collections.abc import Callable
@@ -93,8 +94,6 @@ class Result:
 
 STAGED = "rounds.staged.parquet"  # every row parsed and replayed, read by every check; never published
 STAGED_BETS = "bets.staged.parquet"  # every bet with its settlement or its reject reason; never published
-PARTS = ("findings.rounds.parquet", "findings.duplicates.parquet", *(f"findings.{code}.parquet" for code in integrity.CODES),
-         "findings.bets.parquet")  # the findings of each query, merged into findings.parquet
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,8 @@ class _Queries:
 def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
     """The one read of the log: every row parsed (cards, reject reason) and replayed, streamed to disk."""
     parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
-    staged = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
+    staged = replayed(parsed).with_row_index("log_row").with_columns(
+        id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
     _Queries(staging).sink(STAGED, staged, log.path)
 
 
@@ -144,8 +144,11 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
-        for code, found in integrity.integrity_findings(replayable_rounds, decks, log.columns, started).items():
-            run.sink(f"findings.{code}.parquet", found, label)
+        collect = partial(run.frame, label=label)
+        for code, queries in integrity.integrity_findings(replayable_rounds, decks, log.columns, started,
+                                                          collect).items():
+            for i, found in enumerate(queries):
+                run.sink(f"findings.{code}.{i}.parquet", found, label)
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
             counted["fairness"] = run.frame(fairness.observed_counts(replayable_rounds, levels), label)
@@ -158,15 +161,15 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         settled = pl.scan_parquet(staging / STAGED_BETS)
         counted["bets_per_file"] = run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label)
         counted["bets"] = run.frame(settlement.bet_counts(settled), label)
-        run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA), label)
+        run.sink("findings.bets.0.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA), label)
         run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
             *settlement.BET_COLUMNS, reason=pl.col("reject")), label)
         if options.validate:
             counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
-    rounds_found, duplicates, *others = (pl.read_parquet(staging / name) for name in PARTS
-                                         if (staging / name).exists())
-    pl.concat([in_log_order(pl.concat([rounds_found, duplicates])), *others]).write_parquet(
-        staging / "findings.parquet")
+    per_round = in_log_order(pl.read_parquet([staging / "findings.rounds.parquet", staging / "findings.duplicates.parquet"]))
+    others = [pl.read_parquet(staging / f"findings.{code}.*.parquet") for code in (*integrity.CODES, "bets")
+              if any(staging.glob(f"findings.{code}.*.parquet"))]
+    pl.concat([per_round, *others]).write_parquet(staging / "findings.parquet")
     return counted
 
 
