@@ -92,7 +92,7 @@ class Result:
         return self.summary["exit_code"]
 
 
-STAGED = "rounds.staged.parquet"  # every row parsed and replayed, read by every check; never published
+STAGED = "rounds.staged"  # every row parsed and replayed, in pieces, read by every check; never published
 STAGED_BETS = "bets.staged.parquet"  # every bet with its settlement or its reject reason; never published
 
 
@@ -114,19 +114,28 @@ class _Queries:
         return ingest.collect(label, [frame])[0]
 
 
+PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory, costs ~0.3 s per piece
+
+
 def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
-    """The one read of the log: every row parsed (cards, reject reason) and replayed, streamed to disk."""
-    parsed = ingest.parse_rounds(log.frame).with_columns(pl.col("profile").fill_null(options.profile))
-    staged = replayed(parsed).with_row_index("log_row").with_columns(
-        id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
-    _Queries(staging).sink(STAGED, staged, log.path)
+    """The one read of the log: every row parsed (cards, reject reason) and replayed, streamed to disk
+    piece by piece (see `ingest.Log.pieces`). `log_row` numbers the rows of the log as read."""
+    (staging / STAGED).mkdir()
+    rows = 0
+    for i, piece in enumerate(log.pieces(PIECE_ROWS)):
+        parsed = ingest.parse_rounds(piece).with_columns(pl.col("profile").fill_null(options.profile))
+        staged = replayed(parsed).with_row_index("log_row", offset=rows).with_columns(
+            id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
+        _Queries(staging).sink(f"{STAGED}/{i:06d}.parquet", staged, log.path)
+        rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
            started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
     """Every check over the staged rounds (and the bets); returns the small frames the summary needs."""
     run, label = _Queries(staging), log.path
-    rounds = pl.scan_parquet(staging / STAGED)
+    (staging / "findings.rounds").mkdir()
+    rounds = pl.scan_parquet(staging / STAGED / "*.parquet")
     rejected = pl.col("reject").is_not_null()
     replayable_rounds = rounds.filter(~rejected)
     counted = {
@@ -137,7 +146,9 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                                            .cast(pl.UInt32) for c in ingest.CARD_COLUMNS).sum()), label),
     }
     run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
-    run.sink("findings.rounds.parquet", round_findings(replayable_rounds, PER_ROUND), label)
+    for piece in sorted((staging / STAGED).glob("*.parquet")):  # per-round checks: piece by piece, bounded
+        run.sink(f"findings.rounds/{piece.name}",
+                 round_findings(pl.scan_parquet(piece).filter(~rejected), PER_ROUND), label)
     repeated = run.frame(repeated_keys(replayable_rounds), label)
     run.sink("findings.duplicates.parquet",
              round_findings(replayable_rounds.join(repeated.lazy(), on="id_key", how="semi"), DUPLICATE), label)
@@ -166,7 +177,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
             *settlement.BET_COLUMNS, reason=pl.col("reject")), label)
         if options.validate:
             counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
-    per_round = in_log_order(pl.read_parquet([staging / "findings.rounds.parquet", staging / "findings.duplicates.parquet"]))
+    per_round = in_log_order(pl.read_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
+                                              staging / "findings.duplicates.parquet"]))
     others = [pl.read_parquet(staging / f"findings.{code}.*.parquet") for code in (*integrity.CODES, "bets")
               if any(staging.glob(f"findings.{code}.*.parquet"))]
     pl.concat([per_round, *others]).write_parquet(staging / "findings.parquet")
@@ -186,7 +198,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     try:
         options.on_phase("reading and replaying")
         _stage(log, options, staging)
-        names = profiles_in(pl.scan_parquet(staging / STAGED), log.path, options.profile)
+        names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
         options.on_phase("checking")
         counted = _check(log, bet_log, names, options, started, staging)
         options.on_phase("fairness statistics")

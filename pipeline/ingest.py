@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -82,22 +83,6 @@ def load_mapping(name_or_path: str | Path) -> Mapping:
 
 
 @dataclass(frozen=True)
-class Log:
-    """An opened log, one file or many read as one: its files, formats, columns and rows.
-
-    The frame has `source_file`, `source_row` (1-based within its file, header not counted), every
-    contract column as trimmed text (null when empty or absent) and `malformed`, the reason a row's
-    structure is broken (null when it is fine). `path` names the log as the user gave it.
-    """
-
-    path: Path
-    files: tuple[Path, ...]
-    formats: tuple[str, ...]
-    columns: frozenset[str]
-    frame: pl.LazyFrame
-
-
-@dataclass(frozen=True)
 class Selection:
     """Narrowing for an investigation, pushed down into the scan: rows outside it are not read."""
 
@@ -120,6 +105,39 @@ class Selection:
         if self.until:
             keep &= timestamp(pl.col("dealt_at")) <= self.until
         return keep
+
+
+@dataclass(frozen=True)
+class Log:
+    """An opened log, one file or many read as one: its files, formats, columns and rows.
+
+    The frame has `source_file`, `source_row` (1-based within its file, header not counted), every
+    contract column as trimmed text (null when empty or absent) and `malformed`, the reason a row's
+    structure is broken (null when it is fine). `path` names the log as the user gave it.
+    """
+
+    path: Path
+    files: tuple[Path, ...]
+    formats: tuple[str, ...]
+    columns: frozenset[str]
+    parts: tuple[pl.LazyFrame, ...]  # one per file, before the selection
+    selection: Selection
+
+    @property
+    def frame(self) -> pl.LazyFrame:
+        frame = pl.concat(self.parts) if len(self.parts) > 1 else self.parts[0]
+        return frame.filter(self.selection.predicate()) if self.selection else frame
+
+    def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
+        """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
+        query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
+        rounds, so a piece bounds what is in flight. Parquet files are cut by row count (read from
+        their metadata); a CSV file is one piece, since slicing it means reading it from the start."""
+        for part, file_format in zip(self.parts, self.formats):
+            total = part.select(pl.len()).collect().item() if file_format == "parquet" else rows
+            for start in range(0, max(total, 1), rows):
+                piece = part.slice(start, rows) if total > rows else part
+                yield piece.filter(self.selection.predicate()) if self.selection else piece
 
 
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
@@ -252,14 +270,12 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     """
     label, files = expand(inputs)
     opened = [_open(path, contract_name, mapping) for path in files]
-    frame = pl.concat([frame for frame, _, _ in opened]) if len(opened) > 1 else opened[0][0]
     for path, (one, _, _) in zip(files, opened):
         if not _has_rows(path, one):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
-    if selection:
-        frame = frame.filter(selection.predicate())
     names = frozenset(name for _, found, _ in opened for name in found)
-    return Log(label, tuple(files), tuple(f for _, _, f in opened), names, frame)
+    return Log(label, tuple(files), tuple(f for _, _, f in opened), names, tuple(frame for frame, _, _ in opened),
+               selection)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:

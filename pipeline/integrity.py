@@ -85,20 +85,23 @@ def card_counts(rounds: pl.LazyFrame, listed: list[str], collect: Collect) -> pl
     # Unreadable entries of a burn or cancelled list parse to null and are not counted.
     extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())).alias(c)
              for c in listed]
-    shoes = _narrow(rounds, _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
+    shoes = rounds.filter(pl.col("shoe_id").is_not_null()).select(
+        "log_row", "shoe_id", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
     positions = [
         (shoes.explode(column) if column in listed else shoes).select(
-            "log_row", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
-            # one integer per (shoe, card): codes are below 128
-            key=pl.col("shoe").cast(pl.UInt64) * 128 + pl.col(column))
+            "log_row", "shoe_id", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
+            # One integer per (shoe, card): 57 bits of the shoe_id's hash above the card code (< 128).
+            # It is the same in every query; a collision only adds candidates, counted exactly below.
+            key=pl.col("shoe_id").hash(seed=0) // 128 * 128 + pl.col(column))
         .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
         for i, column in enumerate([*listed, *DEAL_ORDER])
     ]
-    excess = collect(pl.concat(positions).group_by("key").agg(pl.len().alias("count"), pl.col("decks").first())
+    excess = collect(pl.concat([cards_at.select("key", "decks") for cards_at in positions]).group_by("key")
+                     .agg(pl.len().alias("count"), pl.col("decks").first())
                      .filter(pl.col("count") > pl.col("decks")).select("key"))
     found = collect(
         pl.concat([cards_at.join(excess.lazy(), on="key", how="semi") for cards_at in positions])
-        .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
+        .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
         .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
         .select("log_row", "card", "seen")
     )
