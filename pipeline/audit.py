@@ -1,9 +1,10 @@
 """The audit run: ingest -> replay -> checks -> findings (and settlement, integrity, fairness).
 
-All row work is lazy polars; every output comes from one plan through `pl.collect_all`. Files are
-written to a staging folder inside the output directory and moved into place only when the run is
-complete, so a run that dies never leaves a findings file that looks complete, a failed run leaves the
-previous result whole, and a re-run replaces it.
+All row work is lazy polars. The log is read once, piece by piece, into a staging folder of parsed and
+replayed rounds; every output is then its own streaming query over that folder (see `_Queries`).
+Files are written to a staging folder inside the output directory and moved into place only when the
+run is complete, so a run that dies never leaves a findings file that looks complete, a failed run
+leaves the previous result whole, and a re-run replaces it.
 """
 
 from __future__ import annotations
