@@ -89,7 +89,9 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
 
     `counts` is `group_counts`: one row per group. Tail probabilities are computed on whole columns.
     """
-    from scipy import stats  # a second of import: only runs that compute statistics pay it
+    # The tails straight from scipy.special (what scipy.stats calls underneath): same values, and a
+    # quarter of a second to import instead of a second and a half.
+    from scipy.special import chdtrc, ndtr
 
     place = ["level", "group", "rounds"]
     per_test = []
@@ -107,8 +109,8 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
                                   expected=pl.lit(None, pl.Float64), statistic=chi_square))
     table = pl.concat(per_test).cast({"rounds": pl.UInt32})
     z = table["statistic"].to_numpy()
-    two_sided = 2 * stats.norm.sf(abs(z))
-    tail = stats.chi2.sf(z, 2)
+    two_sided = 2 * ndtr(-abs(z))  # normal survival function, both tails
+    tail = chdtrc(2, z)  # chi-square survival function, 2 degrees of freedom
     table = table.with_columns(p_value=pl.when(pl.col("test") == "outcome_chi_square")
                                .then(pl.Series(tail)).otherwise(pl.Series(two_sided)))
     table = table.sort("level", "group", "test", maintain_order=True).with_row_index("row")

@@ -1,5 +1,7 @@
 """Integrity across rounds and fairness statistics, on generated shoes and hand-written logs."""
 
+import math
+
 import polars as pl
 import pytest
 
@@ -85,6 +87,12 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
     assert t01["banker_wins"]["expected"] == pytest.approx(t01["banker_wins"]["rounds"] * p["banker_wins"])
     assert p["player_pairs"] == pytest.approx(31 / 415)
     assert t01["outcome_chi_square"]["p_adjusted"] >= t01["outcome_chi_square"]["p_value"]
+    # The tails in closed form: chi-square with 2 degrees of freedom is exp(-x/2), the normal is erfc.
+    chi = t01["outcome_chi_square"]
+    assert chi["p_value"] == pytest.approx(math.exp(-chi["statistic"] / 2), rel=1e-12)
+    for test in ("banker_wins", "naturals", "player_pairs"):
+        z = t01[test]["statistic"]
+        assert t01[test]["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)), rel=1e-12)
 
 
 def test_benjamini_hochberg_matches_the_textbook_example():
