@@ -216,7 +216,8 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
-        gathered = evidence.gather(findings, log, bet_log, options.profile)
+        gathered = evidence.gather(findings, log.path, pl.scan_parquet(staging / STAGED / "*.parquet"), bet_log,
+                                   options.profile)
         (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
         report.write(staging)
         _publish(staging, out_dir)

@@ -1,11 +1,13 @@
 """Evidence: the first few findings of each check, each with the step-by-step replay of its round.
 
-Gathered at the end of an audit, from the input files, and kept in `evidence.json` so that the report
-can be rebuilt from the output directory alone. Only a handful of rows per check are read, so the
+Gathered at the end of an audit, from the staged rounds (parsed once, see `audit`) and the bet log,
+and kept in `evidence.json` so that the report can be rebuilt from the output directory alone. Only a handful of rows per check are read, so the
 scalar replay (the one that explains itself) is the right tool here.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import polars as pl
 
@@ -14,31 +16,33 @@ from pipeline import explain, ingest
 PER_CHECK = 3
 
 
-def _rows(log: ingest.Log, places: list[tuple[str, int]], parse: bool) -> dict[tuple[str, int], dict]:
-    """The rows at (source_file, source_row) places, parsed for a round log."""
+def _rows(label: Path, frame: pl.LazyFrame, places: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+    """The rows of `frame` at (source_file, source_row) places."""
     at = pl.LazyFrame(places, schema={"source_file": pl.String, "source_row": pl.UInt32}, orient="row")
-    wanted = log.frame.join(at, on=["source_file", "source_row"], how="semi")
-    if parse:
-        wanted = ingest.parse_rounds(wanted)
-    return {(row["source_file"], row["source_row"]): row for row in ingest.collect(log.path, [wanted])[0].to_dicts()}
+    wanted = frame.join(at, on=["source_file", "source_row"], how="semi")
+    return {(row["source_file"], row["source_row"]): row for row in ingest.collect(label, [wanted])[0].to_dicts()}
 
 
-def gather(findings: pl.DataFrame, log: ingest.Log, bet_log: ingest.Log | None, default_profile: str,
-           per_check: int = PER_CHECK) -> dict[str, list[dict]]:
-    """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT)."""
+def gather(findings: pl.DataFrame, label: Path, rounds: pl.LazyFrame, bet_log: ingest.Log | None,
+           default_profile: str, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
+    """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
+
+    `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`.
+    """
     first = findings.group_by("check", maintain_order=True).head(per_check)
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
-    bet_rows = _rows(bet_log, list(on_bets.select(place).iter_rows()), parse=False) if on_bets.height else {}
+    bet_rows = (_rows(bet_log.path, bet_log.frame, list(on_bets.select(place).iter_rows()))
+                if on_bets.height else {})
     round_ids = {row["round_id"] for row in bet_rows.values()}
-    rounds = _rows(log, list(on_rounds.select(place).iter_rows()), parse=True)
+    wanted = _rows(label, rounds, list(on_rounds.select(place).iter_rows()))
     if round_ids:
-        by_id = log.frame.filter(pl.col("round_id").is_in(sorted(round_ids)))
-        for row in ingest.collect(log.path, [ingest.parse_rounds(by_id)])[0].to_dicts():
-            rounds.setdefault((row["source_file"], row["source_row"]), row)
+        by_id = rounds.filter(pl.col("round_id").is_in(sorted(round_ids)))
+        for row in ingest.collect(label, [by_id])[0].to_dicts():
+            wanted.setdefault((row["source_file"], row["source_row"]), row)
     explained = {}
-    for at, row in rounds.items():
+    for at, row in wanted.items():
         row["profile"] = row["profile"] or default_profile
         explained[at] = None if row["reject"] else explain.explain(row)
     by_round_id = {e["round_id"]: e for e in explained.values() if e is not None}
