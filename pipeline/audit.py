@@ -147,9 +147,9 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                                            .cast(pl.UInt32) for c in ingest.CARD_COLUMNS).sum()), label),
     }
     run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
-    for piece in sorted((staging / STAGED).glob("*.parquet")):  # per-round checks: piece by piece, bounded
-        run.sink(f"findings.rounds/{piece.name}",
-                 round_findings(pl.scan_parquet(piece).filter(~rejected), PER_ROUND), label)
+    pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in sorted((staging / STAGED).glob("*.parquet"))]
+    for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
+        run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
     repeated = run.frame(repeated_keys(replayable_rounds), label)
     run.sink("findings.duplicates.parquet",
              round_findings(replayable_rounds.join(repeated.lazy(), on="id_key", how="semi"), DUPLICATE), label)
@@ -157,7 +157,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
-        for code, queries in integrity.integrity_findings(replayable_rounds, decks, log.columns, started,
+        for code, queries in integrity.integrity_findings(pieces, decks, log.columns, started,
                                                           collect).items():
             for i, found in enumerate(queries):
                 run.sink(f"findings.{code}.{i}.parquet", found, label)

@@ -58,141 +58,190 @@ def _finding(frame: pl.LazyFrame, code: str, expected: pl.Expr, recorded: pl.Exp
     ).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail").cast(FINDINGS_SCHEMA)
 
 
-def _narrow(rounds: pl.LazyFrame, *columns: str | pl.Expr, **named: pl.Expr) -> pl.LazyFrame:
-    """The rounds in a shoe as a few numeric columns: what the windows over shoes need, and no text."""
-    return rounds.filter(pl.col("shoe_id").is_not_null()).select(
-        "log_row", *columns, shoe=pl.col("shoe_id").cast(pl.Categorical).to_physical(), **named)
+def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFrame], collect: Collect) -> pl.DataFrame:
+    """`query` run on each piece in turn, one query a piece (so memory is bounded by a piece), stacked."""
+    return pl.concat([collect(query(piece)) for piece in pieces])
+
+
+def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
+    """An integer code for every shoe_id in the log (the same in every query, unlike categorical codes)."""
+    found = _each(pieces, lambda piece: piece.select(pl.col("shoe_id").drop_nulls().unique()), collect)
+    return found.unique().with_row_index("shoe")
+
+
+def _narrow(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect, *columns: str | pl.Expr,
+            **named: pl.Expr) -> pl.DataFrame:
+    """The rounds in a shoe as a few numeric columns, collected piece by piece: what the windows over
+    shoes need, and no text."""
+    return _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id").select(
+        "log_row", "shoe", *columns, **named), collect)
+
+
+def _shoe_by_shoe(narrow: pl.DataFrame, query: Callable[[pl.LazyFrame], pl.LazyFrame], groups: int) -> pl.DataFrame:
+    """`query` on the rounds of one group of shoes at a time (shoe code modulo `groups`): every shoe is
+    whole in its group, and sorting a group at a time keeps the sort's memory to a fraction."""
+    return pl.concat([query(narrow.lazy().filter(pl.col("shoe") % groups == group)).collect()
+                      for group in range(groups)])
+
+
+#: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
+#: what windows over each shoe would, without hashing 10M rows into groups.
+_SAME_SHOE = pl.col("shoe") == pl.col("shoe").shift(1)
+
+
+def _in_shoe_order(narrow: pl.LazyFrame) -> pl.LazyFrame:
+    return narrow.sort("shoe", *_ORDER)
+
+
+def _running_total(value: pl.Expr) -> pl.Expr:
+    """The running sum of `value` within each shoe, on rounds in shoe order."""
+    total = value.cum_sum()
+    return total - pl.when(~_SAME_SHOE.fill_null(False)).then(total - value).forward_fill()
 
 
 def _hand() -> pl.Expr:
     return pl.col("hand_no").cast(pl.Int64, strict=False).alias("hand")
 
 
-def _back(rounds: pl.LazyFrame, found: pl.DataFrame) -> pl.LazyFrame:
-    """The rounds found by a narrow query, joined back to their place in the log (in log order)."""
-    return rounds.join(found.lazy(), on="log_row", how="inner").sort("log_row")
+def _back(pieces: list[pl.LazyFrame], found: pl.DataFrame, collect: Collect,
+          describe: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.LazyFrame:
+    """The findings `describe` makes of the rounds a narrow query found, joined back to their place in
+    the log piece by piece (in log order)."""
+    return _each(pieces, lambda piece: describe(piece.join(found.lazy(), on="log_row", maintain_order="left")),
+                 collect).lazy()
 
 
-def card_counts(rounds: pl.LazyFrame, listed: list[str], collect: Collect) -> pl.LazyFrame:
+def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect) -> pl.LazyFrame:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
     Each card position (burn and cancelled lists first, then the deal order) gives one small frame of
-    (round, shoe, card, decks); the count per (shoe, card) is a group-by over these numbers. Only the
-    rare pairs that exceed their decks are then put in deal order, and only the rounds found are joined
-    back to their place in the log.
+    (round, shoe, card, decks). Cards are counted per (shoe, card) piece by piece and the counts added
+    up; only the rare pairs over their decks are then put in deal order, and only the rounds found are
+    joined back to their place in the log. Every query reads one piece, so memory stays bounded.
     """
-    dealt = [pl.col(ingest.code_column(c)).alias(c) for c in DEAL_ORDER]
-    # Unreadable entries of a burn or cancelled list parse to null and are not counted.
-    extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())).alias(c)
-             for c in listed]
-    shoes = rounds.filter(pl.col("shoe_id").is_not_null()).select(
-        "log_row", "shoe_id", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
-    positions = [
-        (shoes.explode(column) if column in listed else shoes).select(
-            "log_row", "shoe_id", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
-            # One integer per (shoe, card): 57 bits of the shoe_id's hash above the card code (< 128).
-            # It is the same in every query; a collision only adds candidates, counted exactly below.
-            key=pl.col("shoe_id").hash(seed=0) // 128 * 128 + pl.col(column))
-        .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
-        for i, column in enumerate([*listed, *DEAL_ORDER])
-    ]
-    excess = collect(pl.concat([cards_at.select("key", "decks") for cards_at in positions]).group_by("key")
-                     .agg(pl.len().alias("count"), pl.col("decks").first())
-                     .filter(pl.col("count") > pl.col("decks")).select("key"))
-    found = collect(
-        pl.concat([cards_at.join(excess.lazy(), on="key", how="semi") for cards_at in positions])
-        .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
-        .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
-        .select("log_row", "card", "seen")
-    )
+    def positions(frame: pl.LazyFrame) -> list[pl.LazyFrame]:
+        dealt = [pl.col(ingest.code_column(c)).alias(c) for c in DEAL_ORDER]
+        # Unreadable entries of a burn or cancelled list parse to null and are not counted.
+        extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())).alias(c)
+                 for c in listed]
+        shoes = frame.filter(pl.col("shoe_id").is_not_null()).select(
+            "log_row", "shoe_id", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
+        return [
+            (shoes.explode(column) if column in listed else shoes).select(
+                "log_row", "shoe_id", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
+                # One integer per (shoe, card): 57 bits of the shoe_id's hash above the card code (< 128).
+                # It is the same in every query; a collision only adds candidates, counted exactly below.
+                key=pl.col("shoe_id").hash(seed=0) // 128 * 128 + pl.col(column))
+            .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
+            for i, column in enumerate([*listed, *DEAL_ORDER])
+        ]
+
+    counts = _each(pieces, lambda piece: pl.concat([cards_at.select("key", "decks") for cards_at in positions(piece)])
+                   .group_by("key").agg(pl.len().alias("count"), pl.col("decks").first()), collect)
+    excess = (counts.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
+              .filter(pl.col("count") > pl.col("decks")).select("key").lazy())
+    candidates = _each(pieces, lambda piece: pl.concat([cards_at.join(excess, on="key", how="semi")
+                                                        for cards_at in positions(piece)]), collect)
+    found = (candidates.lazy()
+             .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
+             .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
+             .select("log_row", "card", "seen").collect())
     name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
                                          return_dtype=pl.String)
-    return _finding(
-        _back(rounds, found), "CARD_COUNT",
+    return _back(pieces, found, collect, lambda rounds: _finding(
+        rounds, "CARD_COUNT",
         expected=pl.format("at most {}", pl.col("decks")),
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
                          name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
-    )
+    ))
 
 
-def shoe_sequence(rounds: pl.LazyFrame, collect: Collect) -> list[pl.LazyFrame]:
+def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect) -> list[pl.LazyFrame]:
     """SHOE_SEQUENCE findings: bad, repeated or missing hand numbers, and cards beyond the shoe."""
-    in_coup = 4 + pl.col("player_drew").cast(pl.Int64) + pl.col("banker_drew").cast(pl.Int64)
-    in_order = _narrow(rounds.filter(pl.col("hand_no").is_not_null()), _hand(), "decks", in_coup=in_coup).filter(
-        pl.col("hand").is_not_null()).sort("shoe", *_ORDER)
-    numbered = in_order.with_columns(
-        copies=pl.len().over("shoe", "hand"),
-        previous=pl.col("hand").shift(1).over("shoe"),
-        cards_dealt=pl.col("in_coup").cum_sum().over("shoe"),
-    )
+    in_coup = (4 + pl.col("player_drew").cast(pl.Int32) + pl.col("banker_drew").cast(pl.Int32)).alias("in_coup")
     first_expected = pl.col("previous").fill_null(0) + 1
     holds = pl.col("decks") * 52
     over = (pl.col("cards_dealt") > holds) & (pl.col("cards_dealt") - pl.col("in_coup") <= holds)  # first passes
-    # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
-    candidates = numbered.filter((pl.col("copies") > 1) | (pl.col("hand") > first_expected) | over)
-    found = collect(candidates.with_columns(copy=pl.col("hand").cum_count().over("shoe", "hand", order_by="log_row")).select(
-        "log_row", "hand", "copy", "previous", "cards_dealt", "in_coup", is_copy=pl.col("copy") > 1,
-        is_gap=(pl.col("copy") == 1) & (pl.col("hand") > first_expected), is_over=over))
-    back = _back(rounds, found)
-    not_number = rounds.filter(pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null()
-                               & pl.col("hand_no").cast(pl.Int64, strict=False).is_null())
+
+    def found_in(rounds: pl.LazyFrame) -> pl.LazyFrame:
+        numbered = _in_shoe_order(rounds).with_columns(
+            previous=pl.when(_SAME_SHOE).then(pl.col("hand").shift(1)),
+            cards_dealt=_running_total(pl.col("in_coup")),
+            several=(_SAME_SHOE & (pl.col("hand") == pl.col("hand").shift(1)))  # one of several rows
+            | ((pl.col("shoe") == pl.col("shoe").shift(-1)) & (pl.col("hand") == pl.col("hand").shift(-1))),
+        )
+        # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
+        candidates = numbered.filter(pl.col("several").fill_null(False) | (pl.col("hand") > first_expected) | over)
+        return candidates.with_columns(copy=pl.col("hand").cum_count().over("shoe", "hand", order_by="log_row")).select(
+            "log_row", "hand", "copy", "previous", "cards_dealt", "in_coup", is_copy=pl.col("copy") > 1,
+            is_gap=(pl.col("copy") == 1) & (pl.col("hand") > first_expected), is_over=over)
+
+    numbered = _narrow([p.filter(pl.col("hand_no").is_not_null()) for p in pieces], shoes, collect, _hand(),
+                       pl.col("decks").cast(pl.Int32), in_coup).filter(pl.col("hand").is_not_null())
+    found = _shoe_by_shoe(numbered, found_in, len(pieces))
+    not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
     return [
-        _finding(not_number, "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
-                 pl.format("hand_no '{}' in shoe {} is not a whole number.", pl.col("hand_no"), pl.col("shoe_id"))),
-        pl.concat([
-            _finding(back.filter(pl.col("is_copy")), "SHOE_SEQUENCE", pl.lit("once per shoe"),
-                     pl.format("copy {}", pl.col("copy")),
-                     pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
-                               pl.col("copy"))),
-            _finding(back.filter(pl.col("is_gap")), "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
-                     pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
-                               pl.col("previous").cast(pl.String).fill_null("the start of the shoe"),
-                               pl.col("shoe_id"),
-                               pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
-                               .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1)))),
-            _finding(back.filter(pl.col("is_over")), "SHOE_SEQUENCE",
-                     pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
-                     pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
-                               pl.col("cards_dealt"), pl.col("decks"), holds)),
-        ]),
+        _each(pieces, lambda piece: _finding(
+            piece.filter(not_number), "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
+            pl.format("hand_no '{}' in shoe {} is not a whole number.", pl.col("hand_no"), pl.col("shoe_id"))),
+            collect).lazy(),
+        _back(pieces, found.filter(pl.col("is_copy")), collect, lambda rounds: _finding(
+            rounds, "SHOE_SEQUENCE", pl.lit("once per shoe"), pl.format("copy {}", pl.col("copy")),
+            pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
+                      pl.col("copy")))),
+        _back(pieces, found.filter(pl.col("is_gap")), collect, lambda rounds: _finding(
+            rounds, "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
+            pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
+                      pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
+                      pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
+                      .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1))))),
+        _back(pieces, found.filter(pl.col("is_over")), collect, lambda rounds: _finding(
+            rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
+            pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
+                      pl.col("cards_dealt"), pl.col("decks"), holds))),
     ]
 
 
-def timestamps(rounds: pl.LazyFrame, run_started: datetime, collect: Collect) -> list[pl.LazyFrame]:
+def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: datetime,
+               collect: Collect) -> list[pl.LazyFrame]:
     """TIMESTAMP findings: unreadable, in the future of the run, or going backwards within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
-    found = collect(_narrow(rounds.filter(at.is_not_null()), _hand(), at).sort("shoe", *_ORDER)
-                    .with_columns(before=at.shift(1).over("shoe"))
-                    .filter(at < pl.col("before")).select("log_row", "before"))
+    found = _shoe_by_shoe(
+        _narrow([p.filter(at.is_not_null()) for p in pieces], shoes, collect, _hand(), at),
+        lambda rounds: _in_shoe_order(rounds).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
+        .filter(at < pl.col("before")).select("log_row", "before"), len(pieces))
     return [
-        pl.concat([
-            _finding(rounds.filter(pl.col("dealt_at").is_not_null() & at.is_null()), "TIMESTAMP",
+        _each(pieces, lambda piece: pl.concat([
+            _finding(piece.filter(pl.col("dealt_at").is_not_null() & at.is_null()), "TIMESTAMP",
                      pl.lit("an ISO 8601 date-time"), pl.col("dealt_at"),
                      pl.format("dealt_at '{}' cannot be read as a date-time.", pl.col("dealt_at"))),
-            _finding(rounds.filter(at > started), "TIMESTAMP",
+            _finding(piece.filter(at > started), "TIMESTAMP",
                      pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")), pl.col("dealt_at"),
                      pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
-        ]),
-        _finding(_back(rounds, found), "TIMESTAMP",
-                 pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")), pl.col("dealt_at"),
-                 pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
-                           pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))),
+        ]), collect).lazy(),
+        _back(pieces, found, collect, lambda rounds: _finding(
+            rounds, "TIMESTAMP", pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
+            pl.col("dealt_at"),
+            pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
+                      pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")))),
     ]
 
 
-def integrity_findings(replayed: pl.LazyFrame, decks: pl.LazyFrame, columns: frozenset[str],
+def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
                        run_started: datetime, collect: Collect) -> dict[str, list[pl.LazyFrame]]:
     """The findings of each integrity check that can run on a log with these columns, by code.
 
-    The windows over shoes run first, through `collect`, on a few numeric columns; each query returned
-    then joins only the rounds they found back to the log, so no query holds the text of every round.
+    `pieces` are the replayed rounds in parts (the staged pieces), in log order. Every query reads one
+    piece: the windows over shoes run on a few numeric columns collected piece by piece, and the few
+    rounds they find are joined back to the log piece by piece, so memory does not hold the log's text.
     """
-    rounds = replayed.join(decks, on="profile", how="left", maintain_order="left")
+    pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
-    parts = {"CARD_COUNT": lambda: [card_counts(rounds, listed, collect)],
-             "SHOE_SEQUENCE": lambda: shoe_sequence(rounds, collect),
-             "TIMESTAMP": lambda: timestamps(rounds, run_started, collect)}
+    shoes = _shoe_codes(pieces, collect)
+    parts = {"CARD_COUNT": lambda: [card_counts(pieces, listed, collect)],
+             "SHOE_SEQUENCE": lambda: shoe_sequence(pieces, shoes, collect),
+             "TIMESTAMP": lambda: timestamps(pieces, shoes, run_started, collect)}
     return {code: make() for code, make in parts.items() if states[code] == "ran"}

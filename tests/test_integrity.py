@@ -98,3 +98,28 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
 def test_benjamini_hochberg_matches_the_textbook_example():
     p_values = [0.01, 0.04, 0.03, 0.005]
     assert fairness._benjamini_hochberg(p_values) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+
+
+def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
+    """The integrity checks replace windows over shoes by shifts on sorted rows; on random shoes with
+    repeated, missing and unordered hand numbers, both give the same previous hand and running total."""
+    import random
+
+    from pipeline import integrity
+
+    rng = random.Random(5)
+    rows = 5000
+    frame = pl.LazyFrame({
+        "log_row": list(range(rows)),
+        "shoe": [rng.randrange(40) for _ in range(rows)],
+        "hand": [rng.randrange(1, 60) for _ in range(rows)],
+        "in_coup": [rng.choice((4, 5, 6)) for _ in range(rows)],
+    }, schema={"log_row": pl.UInt32, "shoe": pl.UInt32, "hand": pl.Int64, "in_coup": pl.Int32})
+    by_shifts = integrity._in_shoe_order(frame).select(
+        "log_row", previous=pl.when(integrity._SAME_SHOE).then(pl.col("hand").shift(1)),
+        dealt=integrity._running_total(pl.col("in_coup"))).sort("log_row").collect()
+    order = ["hand", "log_row"]
+    by_windows = frame.select(
+        "log_row", previous=pl.col("hand").shift(1).over("shoe", order_by=order),
+        dealt=pl.col("in_coup").cum_sum().over("shoe", order_by=order)).sort("log_row").collect()
+    assert by_shifts.equals(by_windows)
