@@ -131,6 +131,11 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
 
+def _staged(staging: Path) -> list[Path]:
+    """The staged pieces of the log, in log order."""
+    return sorted((staging / STAGED).glob("*.parquet"))
+
+
 def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
            started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
     """Every check over the staged rounds (and the bets); returns the small frames the summary needs."""
@@ -147,12 +152,14 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                                            .cast(pl.UInt32) for c in ingest.CARD_COLUMNS).sum()), label),
     }
     run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
-    pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in sorted((staging / STAGED).glob("*.parquet"))]
+    pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in _staged(staging)]
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
         run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
-    repeated = run.frame(repeated_keys(replayable_rounds), label)
-    run.sink("findings.duplicates.parquet",
-             round_findings(replayable_rounds.join(repeated.lazy(), on="id_key", how="semi"), DUPLICATE), label)
+    # Keys counted a part at a time, copies fetched a piece at a time: both bounded by a piece's size.
+    repeated = pl.concat([run.frame(repeated_keys(replayable_rounds, part, len(pieces)), label)
+                          for part in range(len(pieces))]).lazy()
+    copies = pl.concat([run.frame(piece.join(repeated, on="id_key", how="semi"), label) for piece in pieces])
+    run.sink("findings.duplicates.parquet", round_findings(copies.lazy(), DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
@@ -163,7 +170,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                 run.sink(f"findings.{code}.{i}.parquet", found, label)
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
-            counted["fairness"] = run.frame(fairness.observed_counts(replayable_rounds, levels), label)
+            counted["fairness"] = fairness.add_up(
+                [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     if options.validate:
         counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
@@ -216,7 +224,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
-        gathered = evidence.gather(findings, log.path, pl.scan_parquet(staging / STAGED / "*.parquet"), bet_log,
+        gathered = evidence.gather(findings, log.path, [pl.scan_parquet(piece) for piece in _staged(staging)], bet_log,
                                    options.profile)
         (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
         report.write(staging)

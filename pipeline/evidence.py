@@ -16,31 +16,33 @@ from pipeline import explain, ingest
 PER_CHECK = 3
 
 
-def _rows(label: Path, frame: pl.LazyFrame, places: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
-    """The rows of `frame` at (source_file, source_row) places."""
+def _rows(label: Path, frames: list[pl.LazyFrame], places: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+    """The rows of `frames` (read one at a time) at (source_file, source_row) places."""
     at = pl.LazyFrame(places, schema={"source_file": pl.String, "source_row": pl.UInt32}, orient="row")
-    wanted = frame.join(at, on=["source_file", "source_row"], how="semi")
-    return {(row["source_file"], row["source_row"]): row for row in ingest.collect(label, [wanted])[0].to_dicts()}
+    return {(row["source_file"], row["source_row"]): row for frame in frames
+            for row in ingest.collect(label, [frame.join(at, on=["source_file", "source_row"], how="semi")])[0].to_dicts()}
 
 
-def gather(findings: pl.DataFrame, label: Path, rounds: pl.LazyFrame, bet_log: ingest.Log | None,
+def gather(findings: pl.DataFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
            default_profile: str, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
     """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
 
-    `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`.
+    `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`, in pieces that are
+    read one at a time.
     """
     first = findings.group_by("check", maintain_order=True).head(per_check)
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
-    bet_rows = (_rows(bet_log.path, bet_log.frame, list(on_bets.select(place).iter_rows()))
+    bet_rows = (_rows(bet_log.path, [bet_log.frame], list(on_bets.select(place).iter_rows()))
                 if on_bets.height else {})
     round_ids = {row["round_id"] for row in bet_rows.values()}
     wanted = _rows(label, rounds, list(on_rounds.select(place).iter_rows()))
     if round_ids:
-        by_id = rounds.filter(pl.col("round_id").is_in(sorted(round_ids)))
-        for row in ingest.collect(label, [by_id])[0].to_dicts():
-            wanted.setdefault((row["source_file"], row["source_row"]), row)
+        for piece in rounds:
+            by_id = piece.filter(pl.col("round_id").is_in(sorted(round_ids)))
+            for row in ingest.collect(label, [by_id])[0].to_dicts():
+                wanted.setdefault((row["source_file"], row["source_row"]), row)
     explained = {}
     for at, row in wanted.items():
         row["profile"] = row["profile"] or default_profile

@@ -59,6 +59,11 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
         pl.len().alias("rounds"), *(flag.sum().alias(f"{name}_observed") for name, flag in observed.items()))
 
 
+def add_up(counts: list[pl.DataFrame], levels: list[str]) -> pl.DataFrame:
+    """`observed_counts` of several pieces of a log as the counts of the whole (counts add up)."""
+    return pl.concat(counts).group_by(*levels, "profile").agg(pl.exclude(*levels, "profile").sum())
+
+
 def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str]) -> pl.DataFrame:
     """Per level and group: rounds, and per statistic the observed count, expected count and variance.
 
