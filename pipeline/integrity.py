@@ -107,7 +107,8 @@ def _back(pieces: list[pl.LazyFrame], found: pl.DataFrame, collect: Collect,
           describe: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.LazyFrame:
     """The findings `describe` makes of the rounds a narrow query found, joined back to their place in
     the log piece by piece (in log order)."""
-    return _each(pieces, lambda piece: describe(piece.join(found.lazy(), on="log_row", maintain_order="left")),
+    # The join keeps no order (keeping the piece's order held the whole piece); the few rows are sorted.
+    return _each(pieces, lambda piece: describe(found.lazy().join(piece, on="log_row").sort("log_row")),
                  collect).lazy()
 
 
@@ -138,8 +139,12 @@ def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect)
 
     counts = _each(pieces, lambda piece: pl.concat([cards_at.select("key", "decks") for cards_at in positions(piece)])
                    .group_by("key").agg(pl.len().alias("count"), pl.col("decks").first()), collect)
-    excess = (counts.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
-              .filter(pl.col("count") > pl.col("decks")).select("key").lazy())
+    parts = len(pieces)  # the partial counts are added up a part of the keys at a time, for memory
+    excess = pl.concat([
+        counts.lazy().filter(pl.col("key") % parts == part).group_by("key")
+        .agg(pl.col("count").sum(), pl.col("decks").first())
+        .filter(pl.col("count") > pl.col("decks")).select("key").collect()
+        for part in range(parts)]).lazy()
     candidates = _each(pieces, lambda piece: pl.concat([cards_at.join(excess, on="key", how="semi")
                                                         for cards_at in positions(piece)]), collect)
     found = (candidates.lazy()
