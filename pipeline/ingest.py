@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -121,6 +121,7 @@ class Log:
     formats: tuple[str, ...]
     columns: frozenset[str]
     parts: tuple[pl.LazyFrame, ...]  # one per file, before the selection
+    ranges: tuple[Callable[[int, int], pl.LazyFrame], ...]  # per file: (start, count) -> those rows
     selection: Selection
 
     @property
@@ -133,10 +134,10 @@ class Log:
         query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
         rounds, so a piece bounds what is in flight. Parquet files are cut by row count (read from
         their metadata); a CSV file is one piece, since slicing it means reading it from the start."""
-        for part, file_format in zip(self.parts, self.formats):
+        for part, rows_from, file_format in zip(self.parts, self.ranges, self.formats):
             total = part.select(pl.len()).collect().item() if file_format == "parquet" else rows
             for start in range(0, max(total, 1), rows):
-                piece = part.slice(start, rows) if total > rows else part
+                piece = rows_from(start, rows) if total > rows else part
                 yield piece.filter(self.selection.predicate()) if self.selection else piece
 
 
@@ -222,7 +223,17 @@ def _scan_csv(path: Path) -> tuple[pl.LazyFrame, list[str]]:
     return frame, names
 
 
-def _open(path: Path, contract_name: str, mapping: Mapping | None) -> tuple[pl.LazyFrame, list[str], str]:
+@dataclass(frozen=True)
+class _Opened:
+    """One opened file: its frame, the columns it really has, its format, and its rows by range."""
+
+    frame: pl.LazyFrame
+    names: list[str]
+    file_format: str
+    rows: Callable[[int, int], pl.LazyFrame]  # (start, count) -> those rows, shaped like `frame`
+
+
+def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
     """One file as a frame of contract columns (text), with the columns it really has and its format."""
     file_format = format_of(path)
     try:
@@ -232,31 +243,40 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> tuple[pl.L
             frame = frame.with_columns(malformed=pl.lit(None, pl.String))
         else:
             frame, names = _scan_csv(path)
+        dtypes = frame.collect_schema()
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file ({_first_line(error)})") from None
     if mapping is not None:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
         frame = frame.rename(renames)
         names = [renames.get(name, name) for name in names]
+        dtypes = {renames.get(name, name): dtype for name, dtype in dtypes.items()}
     partitions = {k: v for k, v in _hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
         hint = "" if mapping else "; --mapping renames a provider's columns"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
-    text = {c: _clean_text(pl.col(c).cast(pl.String)) if c in names
+    # Typed Parquet columns (numbers) become text as they are: there is no space to trim.
+    text = {c: (pl.col(c).cast(pl.String) if dtypes[c].is_numeric() else _clean_text(pl.col(c).cast(pl.String)))
+            if c in names
             else pl.lit(partitions.get(c), pl.String) for c in columns(contract_name)}
     if mapping is not None:
         text |= {c: text[c].replace(table) for c, table in mapping.values.items() if c in text}
     present = [c for c in columns(contract_name) if c in names]
-    frame = frame.with_row_index("source_row", offset=1).select(
-        pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **text)
-    if file_format == "csv":  # Parquet strings are UTF-8 by the format's rules
-        not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                    .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
-        frame = frame.with_columns(
-            malformed=reasons_text(["malformed", *not_utf8]))
-    return frame, [*names, *partitions], file_format
+
+    def shaped(rows: pl.LazyFrame, first_row: int) -> pl.LazyFrame:
+        rows = rows.with_row_index("source_row", offset=first_row).select(
+            pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **text)
+        if file_format == "csv":  # Parquet strings are UTF-8 by the format's rules
+            not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                        .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
+            rows = rows.with_columns(malformed=reasons_text(["malformed", *not_utf8]))
+        return rows
+
+    # A range is cut from the file before the row numbers are added, so that the cut reaches the scan.
+    return _Opened(shaped(frame, 1), [*names, *partitions], file_format,
+                   lambda start, count: shaped(frame.slice(start, count), start + 1))
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
@@ -270,12 +290,12 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     """
     label, files = expand(inputs)
     opened = [_open(path, contract_name, mapping) for path in files]
-    for path, (one, _, _) in zip(files, opened):
-        if not _has_rows(path, one):
+    for path, one in zip(files, opened):
+        if not _has_rows(path, one.frame):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
-    names = frozenset(name for _, found, _ in opened for name in found)
-    return Log(label, tuple(files), tuple(f for _, _, f in opened), names, tuple(frame for frame, _, _ in opened),
-               selection)
+    names = frozenset(name for one in opened for name in one.names)
+    return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
+               tuple(one.frame for one in opened), tuple(one.rows for one in opened), selection)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:
