@@ -24,6 +24,7 @@ import polars as pl
 
 from pipeline import __version__, cards, contract, evidence, fairness, ingest, integrity, profiles, report, settlement
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
+from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import FINDINGS_SCHEMA, id_key, in_log_order, repeated_keys, round_findings
 from pipeline.replay import replay
@@ -197,6 +198,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
     started = datetime.now(UTC)
+    imports = preload("matplotlib.pyplot", "scipy.special")  # the report's charts and the fairness tails
     if options.validate:
         contract.preload()
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
@@ -227,6 +229,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         gathered = evidence.gather(findings, log.path, [pl.scan_parquet(piece) for piece in _staged(staging)], bet_log,
                                    options.profile)
         (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
+        imports.join()  # matplotlib must be whole before the report sets its backend
         report.write(staging)
         _publish(staging, out_dir)
     finally:

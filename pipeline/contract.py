@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import ingest
+from pipeline.preload import preload as preloading
 from pipeline.settlement import amount_e4
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
@@ -37,14 +38,9 @@ class Window:
 
 
 def preload() -> threading.Thread:
-    """Import Great Expectations in the background (about 3 s of Python) while polars audits.
-
-    Polars releases the GIL while it works, so the import overlaps the audit instead of following it;
-    `validate` then finds the module loaded (or waits on the import lock until it is).
-    """
-    thread = threading.Thread(target=_import_gx, name="import great_expectations", daemon=True)
-    thread.start()
-    return thread
+    """Import Great Expectations in the background (about 3 s of Python) while polars audits."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    return preloading("great_expectations")
 
 
 def _import_gx() -> None:
