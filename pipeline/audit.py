@@ -165,10 +165,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
-        for code, queries in integrity.integrity_findings(pieces, decks, log.columns, started,
-                                                          collect).items():
-            for i, found in enumerate(queries):
-                run.sink(f"findings.{code}.{i}.parquet", found, label)
+        for code, found in integrity.integrity_findings(pieces, decks, log.columns, started, collect).items():
+            found.write_parquet(staging / f"findings.{code}.0.parquet")
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
             counted["fairness"] = fairness.add_up(

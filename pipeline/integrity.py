@@ -14,6 +14,7 @@ Rounds are taken in hand_no order within a shoe, the file order breaking ties.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 import polars as pl
@@ -103,16 +104,34 @@ def _hand() -> pl.Expr:
     return pl.col("hand_no").cast(pl.Int64, strict=False).alias("hand")
 
 
-def _back(pieces: list[pl.LazyFrame], found: pl.DataFrame, collect: Collect,
-          describe: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.LazyFrame:
-    """The findings `describe` makes of the rounds a narrow query found, joined back to their place in
-    the log piece by piece (in log order)."""
-    # The join keeps no order (keeping the piece's order held the whole piece); the few rows are sorted.
-    return _each(pieces, lambda piece: describe(found.lazy().join(piece, on="log_row").sort("log_row")),
-                 collect).lazy()
+@dataclass(frozen=True)
+class _WriteUp:
+    """One kind of finding: its rounds, either `found` by a narrow query (log_row and what the texts
+    need) or `where` a condition on the round holds, and `describe`, which writes them up."""
+
+    describe: Callable[[pl.LazyFrame], pl.LazyFrame]
+    found: pl.DataFrame | None = None
+    where: pl.Expr | None = None
 
 
-def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect) -> pl.LazyFrame:
+def _back(found: pl.DataFrame, describe: Callable[[pl.LazyFrame], pl.LazyFrame]) -> _WriteUp:
+    """The rounds a narrow query found, to be joined back to the log and written up by `describe`."""
+    return _WriteUp(describe, found=found)
+
+
+def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect) -> pl.DataFrame:
+    """Every kind of finding written up in one query per piece: the rounds found are joined back to
+    their place in the log (from the small side; keeping the piece's order held the whole piece),
+    and the rounds a condition picks are filtered. Sorted by kind, then in log order."""
+    def one_piece(piece: pl.LazyFrame) -> pl.LazyFrame:
+        return pl.concat([
+            kind.describe(piece.filter(kind.where) if kind.found is None
+                          else kind.found.lazy().join(piece, on="log_row")).with_columns(kind=pl.lit(i, pl.UInt8))
+            for i, kind in enumerate(kinds)])
+    return _each(pieces, one_piece, collect).sort("kind", "source_file", "source_row", maintain_order=True)
+
+
+def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect) -> list[_WriteUp]:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
     Each card position (burn and cancelled lists first, then the deal order) gives one small frame of
@@ -153,16 +172,16 @@ def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect)
              .select("log_row", "card", "seen").collect())
     name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
                                          return_dtype=pl.String)
-    return _back(pieces, found, collect, lambda rounds: _finding(
+    return [_back(found, lambda rounds: _finding(
         rounds, "CARD_COUNT",
         expected=pl.format("at most {}", pl.col("decks")),
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
                          name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
-    ))
+    ))]
 
 
-def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect) -> list[pl.LazyFrame]:
+def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect) -> list[_WriteUp]:
     """SHOE_SEQUENCE findings: bad, repeated or missing hand numbers, and cards beyond the shoe."""
     in_coup = (4 + pl.col("player_drew").cast(pl.Int32) + pl.col("banker_drew").cast(pl.Int32)).alias("in_coup")
     first_expected = pl.col("previous").fill_null(0) + 1
@@ -187,21 +206,21 @@ def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
     found = _shoe_by_shoe(numbered, found_in, len(pieces))
     not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
     return [
-        _each(pieces, lambda piece: _finding(
-            piece.filter(not_number), "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
+        _WriteUp(lambda rounds: _finding(
+            rounds, "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
             pl.format("hand_no '{}' in shoe {} is not a whole number.", pl.col("hand_no"), pl.col("shoe_id"))),
-            collect).lazy(),
-        _back(pieces, found.filter(pl.col("is_copy")), collect, lambda rounds: _finding(
+            where=not_number),
+        _back(found.filter(pl.col("is_copy")), lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.lit("once per shoe"), pl.format("copy {}", pl.col("copy")),
             pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
                       pl.col("copy")))),
-        _back(pieces, found.filter(pl.col("is_gap")), collect, lambda rounds: _finding(
+        _back(found.filter(pl.col("is_gap")), lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
             pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
                       pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
                       pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
                       .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1))))),
-        _back(pieces, found.filter(pl.col("is_over")), collect, lambda rounds: _finding(
+        _back(found.filter(pl.col("is_over")), lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
             pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
                       pl.col("cards_dealt"), pl.col("decks"), holds))),
@@ -209,7 +228,7 @@ def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
 
 
 def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: datetime,
-               collect: Collect) -> list[pl.LazyFrame]:
+               collect: Collect) -> list[_WriteUp]:
     """TIMESTAMP findings: unreadable, in the future of the run, or going backwards within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
@@ -218,15 +237,15 @@ def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: dat
         lambda rounds: _in_shoe_order(rounds).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
         .filter(at < pl.col("before")).select("log_row", "before"), len(pieces))
     return [
-        _each(pieces, lambda piece: pl.concat([
-            _finding(piece.filter(pl.col("dealt_at").is_not_null() & at.is_null()), "TIMESTAMP",
-                     pl.lit("an ISO 8601 date-time"), pl.col("dealt_at"),
-                     pl.format("dealt_at '{}' cannot be read as a date-time.", pl.col("dealt_at"))),
-            _finding(piece.filter(at > started), "TIMESTAMP",
-                     pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")), pl.col("dealt_at"),
-                     pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
-        ]), collect).lazy(),
-        _back(pieces, found, collect, lambda rounds: _finding(
+        _WriteUp(lambda rounds: _finding(
+            rounds, "TIMESTAMP", pl.lit("an ISO 8601 date-time"), pl.col("dealt_at"),
+            pl.format("dealt_at '{}' cannot be read as a date-time.", pl.col("dealt_at"))),
+            where=pl.col("dealt_at").is_not_null() & at.is_null()),
+        _WriteUp(lambda rounds: _finding(
+            rounds, "TIMESTAMP", pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
+            pl.col("dealt_at"), pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
+            where=at > started),
+        _back(found, lambda rounds: _finding(
             rounds, "TIMESTAMP", pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
             pl.col("dealt_at"),
             pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
@@ -235,18 +254,20 @@ def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: dat
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
-                       run_started: datetime, collect: Collect) -> dict[str, list[pl.LazyFrame]]:
+                       run_started: datetime, collect: Collect) -> dict[str, pl.DataFrame]:
     """The findings of each integrity check that can run on a log with these columns, by code.
 
     `pieces` are the replayed rounds in parts (the staged pieces), in log order. Every query reads one
     piece: the windows over shoes run on a few numeric columns collected piece by piece, and the few
-    rounds they find are joined back to the log piece by piece, so memory does not hold the log's text.
+    rounds they find are written up in one query per piece, so memory does not hold the log's text.
     """
     pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)
-    parts = {"CARD_COUNT": lambda: [card_counts(pieces, listed, collect)],
+    parts = {"CARD_COUNT": lambda: card_counts(pieces, listed, collect),
              "SHOE_SEQUENCE": lambda: shoe_sequence(pieces, shoes, collect),
              "TIMESTAMP": lambda: timestamps(pieces, shoes, run_started, collect)}
-    return {code: make() for code, make in parts.items() if states[code] == "ran"}
+    kinds = [kind for code, make in parts.items() if states[code] == "ran" for kind in make()]
+    found = _write_up(pieces, kinds, collect) if kinds else pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
+    return {code: found.filter(pl.col("check") == code).drop("kind") for code in CODES if states[code] == "ran"}
