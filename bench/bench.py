@@ -1,6 +1,6 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
-Python replay), with and without the Great Expectations contract and the checks across rounds
-(integrity and fairness), on generated logs.
+Python replay), with and without the Great Expectations contract, the checks across rounds (integrity
+and fairness) and the settlement of the bets, on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
@@ -23,21 +23,25 @@ from pipeline import audit, coup, generate, ingest
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
 
 
-def make_log(rounds: int, folder: Path) -> Path:
-    """A Parquet round log of `rounds` shoe-faithful rounds (2% faulted)."""
-    path = folder / f"rounds_{rounds}.parquet"
-    if path.exists():
-        return path
+def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
+    """A Parquet round log of `rounds` shoe-faithful rounds (2% faulted) and its bets (1 to 3 a round)."""
+    paths = folder / f"rounds_{rounds}_with_bets.parquet", folder / f"bets_{rounds}.parquet"
+    if all(path.exists() for path in paths):
+        return paths
     folder.mkdir(parents=True, exist_ok=True)
-    base = folder / f"base_{BASE_ROUNDS}.parquet"
-    if not base.exists():
-        generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=0.02, tables=8), folder / "base")
-        (folder / "base" / "rounds.parquet").rename(base)
+    base = folder / f"base_{BASE_ROUNDS}_with_bets"
+    if not (base / "bets.parquet").exists():
+        generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=0.02, tables=8, with_bets=True), base)
     copies = -(-rounds // BASE_ROUNDS)
-    one = pl.scan_parquet(base)
-    pl.concat([one.with_columns(round_id=pl.col("round_id") + f"-{i}", shoe_id=pl.col("shoe_id") + f"-{i}")
-               for i in range(copies)]).head(rounds).sink_parquet(path)
-    return path
+    suffixed = {"round_id": pl.col("round_id"), "shoe_id": pl.col("shoe_id"), "bet_id": pl.col("bet_id")}
+    for name, path in zip(("rounds", "bets"), paths):
+        one = pl.scan_parquet(base / f"{name}.parquet")
+        wanted = [c for c in suffixed if c in one.collect_schema()]
+        copied = pl.concat([one.with_columns(suffixed[c] + f"-{i}" for c in wanted) for i in range(copies)])
+        if name == "rounds":
+            copied = copied.head(rounds)
+        copied.sink_parquet(path)
+    return paths
 
 
 def row_by_row(path: Path) -> int:
@@ -55,6 +59,7 @@ def row_by_row(path: Path) -> int:
 
 def one(task: str, path: Path, out: Path) -> dict:
     """Run one measured task in this process; report wall seconds and peak RSS."""
+    bets = path.parent / path.name.replace("rounds_", "bets_").replace("_with_bets", "")
     start = time.perf_counter()
     if task == "read":
         scan = pl.scan_parquet(path)
@@ -63,6 +68,8 @@ def one(task: str, path: Path, out: Path) -> dict:
         audit.audit(path, out, audit.Options(validate=False))
     elif task == "audit-per-round":
         audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
+    elif task == "audit+bets":
+        audit.audit(path, out, audit.Options(validate=False, bets=bets))
     elif task == "audit+contract":
         audit.audit(path, out)
     elif task == "row-by-row":
@@ -92,12 +99,14 @@ def main() -> None:
     print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
           f"polars {pl.__version__}")
     for rounds in args.rounds:
-        path = make_log(rounds, args.dir)
-        tasks = ["read", "audit-per-round", "audit", "audit+contract"]
+        path, bets = make_log(rounds, args.dir)
+        tasks = ["read", "audit-per-round", "audit", "audit+bets", "audit+contract"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}
-        print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet)")
+        print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet), "
+              f"{pl.scan_parquet(bets).select(pl.len()).collect().item():,} bets "
+              f"({bets.stat().st_size / 2**20:.0f} MiB)")
         for t, f in figures.items():
             print(f"  {t:<15} {f['seconds']:8.2f} s  {rounds / f['seconds']:>12,.0f} rounds/s  "
                   f"peak {f['peak_mib']:7.0f} MiB")

@@ -158,8 +158,9 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
     # Keys counted a part at a time, copies fetched a piece at a time: both bounded by a piece's size.
     repeated = pl.concat([run.frame(repeated_keys(replayable_rounds, part, len(pieces)), label)
-                          for part in range(len(pieces))]).lazy()
-    copies = pl.concat([run.frame(piece.join(repeated, on="id_key", how="semi"), label) for piece in pieces])
+                          for part in range(len(pieces))])["id_key"].implode()
+    # is_in with the few keys reaches the scan; a semi-join held the whole piece.
+    copies = pl.concat([run.frame(piece.filter(pl.col("id_key").is_in(repeated)), label) for piece in pieces])
     run.sink("findings.duplicates.parquet", round_findings(copies.lazy(), DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},

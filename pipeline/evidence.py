@@ -18,9 +18,12 @@ PER_CHECK = 3
 
 def _rows(label: Path, frames: list[pl.LazyFrame], places: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
     """The rows of `frames` (read one at a time) at (source_file, source_row) places."""
-    at = pl.LazyFrame(places, schema={"source_file": pl.String, "source_row": pl.UInt32}, orient="row")
+    at = pl.DataFrame(places, schema={"source_file": pl.String, "source_row": pl.UInt32}, orient="row")
+    # is_in on the row numbers reaches the scan (a join alone held the whole frame); the join is exact.
+    near = pl.col("source_row").is_in(at["source_row"].implode())
     return {(row["source_file"], row["source_row"]): row for frame in frames
-            for row in ingest.collect(label, [frame.join(at, on=["source_file", "source_row"], how="semi")])[0].to_dicts()}
+            for row in ingest.collect(label, [frame.filter(near).join(at.lazy(), on=["source_file", "source_row"],
+                                                                        how="semi")])[0].to_dicts()}
 
 
 def gather(findings: pl.DataFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,

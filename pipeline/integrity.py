@@ -120,14 +120,18 @@ def _back(found: pl.DataFrame, describe: Callable[[pl.LazyFrame], pl.LazyFrame])
 
 
 def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect) -> pl.DataFrame:
-    """Every kind of finding written up in one query per piece: the rounds found are joined back to
-    their place in the log (from the small side; keeping the piece's order held the whole piece),
-    and the rounds a condition picks are filtered. Sorted by kind, then in log order."""
+    """Every kind of finding written up in one query per piece: the rounds found are picked out of the
+    piece by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
+    narrow query found, and the rounds a condition picks are filtered. Sorted by kind, then in log order."""
+    def rounds_of(kind: _WriteUp, piece: pl.LazyFrame) -> pl.LazyFrame:
+        if kind.found is None:
+            return piece.filter(kind.where)
+        picked = piece.filter(pl.col("log_row").is_in(kind.found["log_row"].implode()))
+        return picked.join(kind.found.lazy(), on="log_row")
+
     def one_piece(piece: pl.LazyFrame) -> pl.LazyFrame:
-        return pl.concat([
-            kind.describe(piece.filter(kind.where) if kind.found is None
-                          else kind.found.lazy().join(piece, on="log_row")).with_columns(kind=pl.lit(i, pl.UInt8))
-            for i, kind in enumerate(kinds)])
+        return pl.concat([kind.describe(rounds_of(kind, piece)).with_columns(kind=pl.lit(i, pl.UInt8))
+                          for i, kind in enumerate(kinds)])
     return _each(pieces, one_piece, collect).sort("kind", "source_file", "source_row", maintain_order=True)
 
 
