@@ -95,7 +95,7 @@ class Result:
 
 
 STAGED = "rounds.staged"  # every row parsed and replayed, in pieces, read by every check; never published
-STAGED_BETS = "bets.staged.parquet"  # every bet with its settlement or its reject reason; never published
+STAGED_BETS = "bets.staged"  # every bet with its settlement or its reject reason, in parts; never published
 
 
 @dataclass(frozen=True)
@@ -176,14 +176,25 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
         quarantined = pl.scan_parquet(staging / "quarantine.parquet")
-        run.sink(STAGED_BETS, settlement.settle(bet_log.frame, settlement.round_facts(replayable_rounds),
-                                                quarantined, names), bet_log.path)
-        settled = pl.scan_parquet(staging / STAGED_BETS)
+        duplicated = copies.group_by("round_id").agg(pl.len().alias("copies")).filter(pl.col("copies") > 1)
+        # Bets and rounds are settled a part of the round_ids at a time (by their hash): a join holds
+        # one side in memory, and a part holds a fraction of it.
+        bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
+        parts = max(len(pieces), -(-bets_read // PIECE_ROWS))
+        (staging / STAGED_BETS).mkdir()
+        for part in range(parts):
+            bets_part = bet_log.frame.filter(id_key(pl.col("round_id")) % parts == part)
+            facts = settlement.round_facts(replayable_rounds.filter(pl.col("id_key") % parts == part), duplicated)
+            run.sink(f"{STAGED_BETS}/{part:06d}.parquet",
+                     settlement.settle(bets_part, facts, quarantined, names), bet_log.path)
+        settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
         counted["bets_per_file"] = run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label)
         counted["bets"] = run.frame(settlement.bet_counts(settled), label)
-        run.sink("findings.bets.0.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA), label)
+        in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
+        run.sink("findings.bets.0.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order),
+                 label)
         run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
-            *settlement.BET_COLUMNS, reason=pl.col("reject")), label)
+            *settlement.BET_COLUMNS, reason=pl.col("reject")).sort(in_order), label)
         if options.validate:
             counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
     per_round = in_log_order(pl.read_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),

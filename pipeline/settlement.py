@@ -67,13 +67,14 @@ def pay_table(names: list[str]) -> pl.LazyFrame:
     return pl.LazyFrame(rows, schema=schema, orient="row")
 
 
-def round_facts(replayed: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per round_id of the audited rounds: its settling facts and how many rows carry it."""
-    return (
-        replayed.with_columns(**bets.facts_expr())
-        .group_by("round_id")
-        .agg(pl.len().alias("copies"), *(pl.col(c).first() for c in ROUND_FACTS))
-    )
+def round_facts(replayed: pl.LazyFrame, duplicated: pl.DataFrame) -> pl.LazyFrame:
+    """One row per round_id of the audited rounds: its settling facts, and `copies`, how many rows
+    carry it. `duplicated` (round_id, copies) names the round_ids on several rows, whose facts are not
+    used: a bet on them is not settled. Without a group-by over every round_id, this streams."""
+    single = (replayed.filter(~pl.col("round_id").is_in(duplicated["round_id"].implode()))
+              .with_columns(**bets.facts_expr()).select("round_id", *ROUND_FACTS, copies=pl.lit(1, pl.UInt32)))
+    return pl.concat([single, duplicated.lazy().select("round_id", pl.col("copies").cast(pl.UInt32))],
+                     how="diagonal")
 
 
 def _amount_reason(column: str, positive: bool) -> pl.Expr:
