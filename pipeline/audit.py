@@ -132,6 +132,39 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
 
+PART_ROW_GROUP = 16_384  # rows per row group of a piece sorted by part: a part's scan skips the rest
+
+
+def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
+            quarantined: pl.LazyFrame, names: list[str], run: _Queries, staging: Path) -> None:
+    """Settle every bet into STAGED_BETS, a part of the round_ids (by hash) at a time. `pieces` are the
+    replayable rounds of the log named `label`, piece by piece.
+
+    A join holds one side in memory, and a part holds a fraction of it. The bets and the round facts
+    are first written piece by piece, each piece sorted by part in small row groups, so that the scan
+    of one part reads little more than that part.
+    """
+    bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
+    parts = max(len(pieces), -(-bets_read // PIECE_ROWS))
+    part = (pl.col("id_key") % parts).alias("part")
+    duplicated = copies.group_by("round_id").agg(pl.len().alias("copies")).filter(pl.col("copies") > 1)
+    by_part = [("bets.parts", bet_log.path, piece.with_columns(id_key=id_key(pl.col("round_id"))))
+               for piece in bet_log.pieces(PIECE_ROWS)]
+    facts = [settlement.round_facts(piece, duplicated) for piece in pieces]
+    facts.append(settlement.duplicated_facts(duplicated, facts[0].collect_schema()))
+    by_part += [("facts.parts", label, frame.with_columns(id_key=id_key(pl.col("round_id")))) for frame in facts]
+    for folder in ("bets.parts", "facts.parts", STAGED_BETS):
+        (staging / folder).mkdir()
+    for i, (folder, label, frame) in enumerate(by_part):
+        ingest.collect(label, [frame.with_columns(part).sort("part").sink_parquet(
+            staging / folder / f"{i:06d}.parquet", row_group_size=PART_ROW_GROUP, lazy=True)])
+    for k in range(parts):
+        bets_part, facts = (pl.scan_parquet(staging / folder / "*.parquet").filter(pl.col("part") == k)
+                            .drop("part", "id_key") for folder in ("bets.parts", "facts.parts"))
+        run.sink(f"{STAGED_BETS}/{k:06d}.parquet", settlement.settle(bets_part, facts, quarantined, names),
+                 bet_log.path)
+
+
 def _staged(staging: Path) -> list[Path]:
     """The staged pieces of the log, in log order."""
     return sorted((staging / STAGED).glob("*.parquet"))
@@ -176,17 +209,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
         quarantined = pl.scan_parquet(staging / "quarantine.parquet")
-        duplicated = copies.group_by("round_id").agg(pl.len().alias("copies")).filter(pl.col("copies") > 1)
-        # Bets and rounds are settled a part of the round_ids at a time (by their hash): a join holds
-        # one side in memory, and a part holds a fraction of it.
-        bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
-        parts = max(len(pieces), -(-bets_read // PIECE_ROWS))
-        (staging / STAGED_BETS).mkdir()
-        for part in range(parts):
-            bets_part = bet_log.frame.filter(id_key(pl.col("round_id")) % parts == part)
-            facts = settlement.round_facts(replayable_rounds.filter(pl.col("id_key") % parts == part), duplicated)
-            run.sink(f"{STAGED_BETS}/{part:06d}.parquet",
-                     settlement.settle(bets_part, facts, quarantined, names), bet_log.path)
+        _settle(bet_log, label, pieces, copies, quarantined, names, run, staging)
         settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
         counted["bets_per_file"] = run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label)
         counted["bets"] = run.frame(settlement.bet_counts(settled), label)

@@ -68,13 +68,17 @@ def pay_table(names: list[str]) -> pl.LazyFrame:
 
 
 def round_facts(replayed: pl.LazyFrame, duplicated: pl.DataFrame) -> pl.LazyFrame:
-    """One row per round_id of the audited rounds: its settling facts, and `copies`, how many rows
-    carry it. `duplicated` (round_id, copies) names the round_ids on several rows, whose facts are not
-    used: a bet on them is not settled. Without a group-by over every round_id, this streams."""
-    single = (replayed.filter(~pl.col("round_id").is_in(duplicated["round_id"].implode()))
-              .with_columns(**bets.facts_expr()).select("round_id", *ROUND_FACTS, copies=pl.lit(1, pl.UInt32)))
-    return pl.concat([single, duplicated.lazy().select("round_id", pl.col("copies").cast(pl.UInt32))],
-                     how="diagonal")
+    """The settling facts of every round whose round_id is on one row only (`copies` 1). `duplicated`
+    (round_id, copies) names the others: their facts are not used, since a bet on them is not settled
+    (see `duplicated_facts`). Without a group-by over every round_id, this streams."""
+    return (replayed.filter(~pl.col("round_id").is_in(duplicated["round_id"].implode()))
+            .with_columns(**bets.facts_expr()).select("round_id", *ROUND_FACTS, copies=pl.lit(1, pl.UInt32)))
+
+
+def duplicated_facts(duplicated: pl.DataFrame, schema: pl.Schema) -> pl.LazyFrame:
+    """The round_ids on several rows, as rows of facts (of `round_facts`' schema) with only `copies` known."""
+    copies = duplicated.lazy().select("round_id", pl.col("copies").cast(pl.UInt32))
+    return pl.concat([pl.LazyFrame(schema=schema), copies], how="diagonal")
 
 
 def _amount_reason(column: str, positive: bool) -> pl.Expr:
