@@ -1,4 +1,4 @@
-"""Integrity across rounds: what no single coup can show, checked per shoe with window expressions.
+"""Integrity across rounds: what no single coup can show, checked per shoe on rounds in shoe order.
 
 - CARD_COUNT: an exact card (rank and suit) dealt more often in one shoe than its decks hold. Burned
   and cancelled cards count too when the log lists them (`burn_cards`, `cancelled_cards`).
