@@ -123,3 +123,19 @@ def test_a_profile_is_a_file(tmp_path, monkeypatch):
         assert bets.returns(house)["TIE", "win"].per_unit == 8
     finally:
         profiles.load.cache_clear()
+
+
+def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
+    """Bets are settled a part of the round_ids at a time (more parts for more rows): the parts,
+    the duplicated and quarantined rounds among them, must change nothing."""
+    log = generate.generate(3000, seed=23, fault_rate=0.05, profile_names=("standard", "super-6"), with_bets=True)
+    paths = generate.write(log, tmp_path / "log")
+    options = audit.Options(validate=False, bets=paths["bets_parquet"])
+    whole = audit.audit(paths["parquet"], tmp_path / "whole", options)
+    monkeypatch.setattr(audit, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 2 * 3000 / 500 parts of bets
+    cut = audit.audit(paths["parquet"], tmp_path / "cut", options)
+    assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
+    for key in ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "findings"):
+        assert whole.summary[key] == cut.summary[key], key
+    for name in ("findings.parquet", "bets_quarantine.parquet"):
+        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
