@@ -165,6 +165,31 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
                  bet_log.path)
 
 
+def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
+                names: list[str], options: Options, run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+    """Settle the bets (see `_settle`), write their findings and quarantine; returns their counts."""
+    _settle(bet_log, label, pieces, copies, pl.scan_parquet(staging / "quarantine.parquet"), names, run, staging)
+    settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
+    counted = {"bets_per_file": run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label),
+               "bets": run.frame(settlement.bet_counts(settled), label)}
+    in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
+    run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order), label)
+    run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
+        *settlement.BET_COLUMNS, reason=pl.col("reject")).sort(in_order), label)
+    if options.validate:
+        counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
+    return counted
+
+
+def _merge_findings(staging: Path) -> None:
+    """findings.parquet: the per-round findings in log order, then each integrity check's, then the bets'."""
+    per_round = in_log_order(pl.read_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
+                                              staging / "findings.duplicates.parquet"]))
+    others = [pl.read_parquet(staging / f"findings.{part}.parquet") for part in (*integrity.CODES, "bets")
+              if (staging / f"findings.{part}.parquet").exists()]
+    pl.concat([per_round, *others]).write_parquet(staging / "findings.parquet")
+
+
 def _staged(staging: Path) -> list[Path]:
     """The staged pieces of the log, in log order."""
     return sorted((staging / STAGED).glob("*.parquet"))
@@ -200,7 +225,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
         for code, found in integrity.integrity_findings(pieces, decks, log.columns, started, collect).items():
-            found.write_parquet(staging / f"findings.{code}.0.parquet")
+            found.write_parquet(staging / f"findings.{code}.parquet")
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
             counted["fairness"] = fairness.add_up(
@@ -208,23 +233,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
     if options.validate:
         counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
-        quarantined = pl.scan_parquet(staging / "quarantine.parquet")
-        _settle(bet_log, label, pieces, copies, quarantined, names, run, staging)
-        settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
-        counted["bets_per_file"] = run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label)
-        counted["bets"] = run.frame(settlement.bet_counts(settled), label)
-        in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
-        run.sink("findings.bets.0.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order),
-                 label)
-        run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
-            *settlement.BET_COLUMNS, reason=pl.col("reject")).sort(in_order), label)
-        if options.validate:
-            counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
-    per_round = in_log_order(pl.read_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
-                                              staging / "findings.duplicates.parquet"]))
-    others = [pl.read_parquet(staging / f"findings.{code}.*.parquet") for code in (*integrity.CODES, "bets")
-              if any(staging.glob(f"findings.{code}.*.parquet"))]
-    pl.concat([per_round, *others]).write_parquet(staging / "findings.parquet")
+        counted |= _check_bets(bet_log, label, pieces, copies, names, options, run, staging)
+    _merge_findings(staging)
     return counted
 
 
