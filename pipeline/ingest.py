@@ -132,10 +132,10 @@ class Log:
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
         query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
-        rounds, so a piece bounds what is in flight. Parquet files are cut by row count (read from
-        their metadata); a CSV file is one piece, since slicing it means reading it from the start."""
-        for part, rows_from, file_format in zip(self.parts, self.ranges, self.formats):
-            total = part.select(pl.len()).collect().item() if file_format == "parquet" else rows
+        rounds, so a piece bounds what is in flight. A Parquet file's rows are counted from its
+        metadata, a CSV file's by its line ends."""
+        for part, rows_from in zip(self.parts, self.ranges):
+            total = part.select(pl.len()).collect().item()
             for start in range(0, max(total, 1), rows):
                 piece = rows_from(start, rows) if total > rows else part
                 yield piece.filter(self.selection.predicate()) if self.selection else piece
@@ -205,15 +205,18 @@ def _csv_header(path: Path) -> list[str]:
     return names
 
 
-def _scan_csv(path: Path) -> tuple[pl.LazyFrame, list[str]]:
+def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.LazyFrame, list[str]]:
+    """The rows `start` to `start + count` of a CSV file (all by default), every field as text. Rows
+    before `start` are skipped by the reader, which only looks for their line ends."""
     names = _csv_header(path)
     schema = {name: pl.String for name in names}
-    records = pl.scan_csv(path, has_header=False, skip_rows=1, schema=schema, missing_columns="insert",
-                          truncate_ragged_lines=True, encoding="utf8-lossy", quote_char='"')
+    records = pl.scan_csv(path, has_header=False, skip_rows=1 + start, n_rows=count, schema=schema,
+                          missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
+                          quote_char='"')
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
     # commas outside quoted text, plus one.
-    lines = pl.scan_csv(path, has_header=False, skip_rows=1, separator="\x00", quote_char=None,
-                        schema={"line": pl.String}, encoding="utf8-lossy")
+    lines = pl.scan_csv(path, has_header=False, skip_rows=1 + start, n_rows=count, separator="\x00",
+                        quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy")
     fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
     frame = pl.concat([records, fields], how="horizontal").with_columns(
         malformed=pl.when(pl.col("fields") != len(names)).then(
@@ -238,17 +241,23 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
     file_format = format_of(path)
     try:
         if file_format == "parquet":
-            frame = pl.scan_parquet(path, hive_partitioning=False)
-            names = frame.collect_schema().names()
-            frame = frame.with_columns(malformed=pl.lit(None, pl.String))
+            whole = pl.scan_parquet(path, hive_partitioning=False)
+            names = whole.collect_schema().names()
+            whole = whole.with_columns(malformed=pl.lit(None, pl.String))
+
+            def read(start: int, count: int) -> pl.LazyFrame:
+                return whole.slice(start, count)  # the cut reaches the Parquet scan
         else:
-            frame, names = _scan_csv(path)
-        dtypes = frame.collect_schema()
+            whole, names = _scan_csv(path)
+
+            def read(start: int, count: int) -> pl.LazyFrame:
+                return _scan_csv(path, start, count)[0]
+        dtypes = whole.collect_schema()
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file ({_first_line(error)})") from None
+    renames = {}
     if mapping is not None:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
-        frame = frame.rename(renames)
         names = [renames.get(name, name) for name in names]
         dtypes = {renames.get(name, name): dtype for name, dtype in dtypes.items()}
     partitions = {k: v for k, v in _hive_values(path).items() if k in columns(contract_name) and k not in names}
@@ -274,9 +283,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
             rows = rows.with_columns(malformed=reasons_text(["malformed", *not_utf8]))
         return rows
 
-    # A range is cut from the file before the row numbers are added, so that the cut reaches the scan.
-    return _Opened(shaped(frame, 1), [*names, *partitions], file_format,
-                   lambda start, count: shaped(frame.slice(start, count), start + 1))
+    # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
+    return _Opened(shaped(whole.rename(renames), 1), [*names, *partitions], file_format,
+                   lambda start, count: shaped(read(start, count).rename(renames), start + 1))
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,

@@ -138,11 +138,12 @@ def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
     assert narrowed.summary["selection"]["tables"] == ["T02"]
 
 
-def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, tmp_path, monkeypatch):
-    """Parquet logs are read in pieces of PIECE_ROWS rows; where the cuts fall must change nothing."""
-    whole = audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
+@pytest.mark.parametrize("file_format", ["parquet", "csv"])
+def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path, monkeypatch):
+    """Logs are read in pieces of PIECE_ROWS rows; where the cuts fall must change nothing."""
+    whole = audit.audit(faulted_log[file_format], tmp_path / "whole", QUICK)
     monkeypatch.setattr(audit, "PIECE_ROWS", 777)
-    cut = audit.audit(faulted_log["parquet"], tmp_path / "cut", QUICK)
+    cut = audit.audit(faulted_log[file_format], tmp_path / "cut", QUICK)
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))

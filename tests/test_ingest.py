@@ -152,3 +152,17 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     }
     read = pl.DataFrame({"t": list(spellings)}).select(ingest.timestamp(pl.col("t")))["t"].to_list()
     assert read == list(spellings.values())
+
+
+def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
+    """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
+    from pipeline import audit
+
+    content, reasons = AUDITABLE["too many and too few fields"]
+    path = write(tmp_path / "log.csv", content * 1 + "\n".join(content.splitlines()[1:] * 3) + "\n")
+    whole = audit.audit(path, tmp_path / "whole", audit.Options(validate=False))
+    monkeypatch.setattr(audit, "PIECE_ROWS", 2)
+    cut = audit.audit(path, tmp_path / "cut", audit.Options(validate=False))
+    assert whole.summary["rows_quarantined"] == cut.summary["rows_quarantined"] == 8
+    assert pl.read_parquet(tmp_path / "whole" / "quarantine.parquet").equals(
+        pl.read_parquet(tmp_path / "cut" / "quarantine.parquet"))
