@@ -80,7 +80,8 @@ class Options:
     window: contract.Window = contract.Window()
     fairness_threshold: float = fairness.DEFAULT_THRESHOLD
     selection: ingest.Selection = ingest.Selection()
-    on_phase: Callable[[str], None] = lambda phase: None  # told each phase as it starts (progress display)
+    # Told each phase as it starts, and how many of its pieces are done (for the progress display).
+    on_phase: Callable[..., None] = lambda phase, done=None, total=None: None
     across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
 
 
@@ -124,7 +125,9 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
     piece by piece (see `ingest.Log.pieces`). `log_row` numbers the rows of the log as read."""
     (staging / STAGED).mkdir()
     rows = 0
-    for i, piece in enumerate(log.pieces(PIECE_ROWS)):
+    pieces = list(log.pieces(PIECE_ROWS))
+    for i, piece in enumerate(pieces):
+        options.on_phase("reading and replaying", i, len(pieces))
         parsed = ingest.parse_rounds(piece).with_columns(pl.col("profile").fill_null(options.profile))
         staged = replayed(parsed).with_row_index("log_row", offset=rows).with_columns(
             id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
@@ -213,8 +216,10 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
     run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
     pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in _staged(staging)]
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
+        options.on_phase("checking each round", i, len(pieces))
         run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
     # Keys counted a part at a time, copies fetched a piece at a time: both bounded by a piece's size.
+    options.on_phase("checking across rounds")
     repeated = pl.concat([run.frame(repeated_keys(replayable_rounds, part, len(pieces)), label)
                           for part in range(len(pieces))])["id_key"].implode()
     # is_in with the few keys reaches the scan; a semi-join held the whole piece.
@@ -250,10 +255,8 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
-        options.on_phase("reading and replaying")
         _stage(log, options, staging)
         names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
-        options.on_phase("checking")
         counted = _check(log, bet_log, names, options, started, staging)
         options.on_phase("fairness statistics")
         tests = _fairness(counted, options, staging)

@@ -1,8 +1,8 @@
-"""A progress display for long runs: the current phase and elapsed time on stderr.
+"""A progress display for long runs: the current phase, its pieces done, and elapsed time on stderr.
 
 Shown only to a person: not when stderr is not a terminal, under CI (`CI` set), or with --quiet.
-Polars runs each pass as one plan, so phases are what can honestly be shown; the final line of
-`audit` gives rounds per second.
+The log is read and checked in pieces (see `audit`), so those phases show a bar of pieces done;
+the others a spinner. The final line of `audit` gives rounds per second.
 """
 
 from __future__ import annotations
@@ -14,15 +14,17 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def phases(enabled: bool = True) -> Iterator[Callable[[str], None]]:
-    """A callback that shows each phase as it starts; a no-op when no person is watching."""
+def phases(enabled: bool = True) -> Iterator[Callable[..., None]]:
+    """A callback `(phase, done=None, total=None)` that shows each phase and its pieces done; a no-op
+    when no person is watching."""
     if not (enabled and sys.stderr.isatty() and not os.environ.get("CI")):
-        yield lambda phase: None
+        yield lambda phase, done=None, total=None: None
         return
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("opening the log", total=None)
-        yield lambda phase: bar.update(task, description=phase)
+        yield lambda phase, done=None, total=None: bar.update(task, description=phase, completed=done or 0,
+                                                              total=total)
