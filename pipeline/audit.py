@@ -350,7 +350,7 @@ def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, nam
         "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],
         "rows_quarantined": rounds["rows_quarantined"],
         "rounds_flagged": findings.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())
-        ["source_row"].n_unique(),
+        .select("source_file", "source_row").n_unique(),
         "findings": {code: by_check.get(code, 0) for code in codes},
         "selection": {"tables": list(options.selection.tables), "shoes": list(options.selection.shoes),
                       "since": options.selection.since and options.selection.since.isoformat(),

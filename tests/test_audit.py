@@ -150,3 +150,13 @@ def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format,
     # Expected counts are float sums over cells, whose order a group-by does not fix: equal to rounding.
     assert_frame_equal(pl.read_parquet(tmp_path / "whole" / "fairness.parquet"),
                        pl.read_parquet(tmp_path / "cut" / "fairness.parquet"), check_exact=False, rel_tol=1e-12)
+
+
+def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
+    """The same log in two files: every round_id is on two rows, and each row of each file is flagged."""
+    for name in ("a", "b"):
+        (tmp_path / "logs").mkdir(exist_ok=True)
+        (tmp_path / "logs" / f"{name}.parquet").write_bytes(clean_log["parquet"].read_bytes())
+    result = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
+    assert result.summary["findings"]["DUPLICATE_ROUND"] == result.summary["rows_read"] == 12000
+    assert result.summary["rounds_flagged"] == 12000
