@@ -1,8 +1,9 @@
 """Evidence: the first few findings of each check, each with the step-by-step replay of its round.
 
 Gathered at the end of an audit, from the staged rounds (parsed once, see `audit`) and the bet log,
-and kept in `evidence.json` so that the report can be rebuilt from the output directory alone. Only a handful of rows per check are read, so the
-scalar replay (the one that explains itself) is the right tool here.
+and kept in `evidence.json` so that the report can be rebuilt from the output directory alone. Only a
+handful of rows per check are read, so the scalar replay (the one that explains itself) is the right
+tool here.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from datetime import datetime
 import polars as pl
 
 from pipeline import cards, ingest
+from pipeline.checks import card_name
 from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 CODES = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
@@ -114,11 +115,6 @@ class _WriteUp:
     where: pl.Expr | None = None
 
 
-def _back(found: pl.DataFrame, describe: Callable[[pl.LazyFrame], pl.LazyFrame]) -> _WriteUp:
-    """The rounds a narrow query found, to be joined back to the log and written up by `describe`."""
-    return _WriteUp(describe, found=found)
-
-
 def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect) -> pl.DataFrame:
     """Every kind of finding written up in one query per piece: the rounds found are picked out of the
     piece by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
@@ -135,27 +131,26 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     return _each(pieces, one_piece, collect).sort("kind", "source_file", "source_row", maintain_order=True)
 
 
-def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect) -> list[_WriteUp]:
+def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect) -> list[_WriteUp]:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
     Each card position (burn and cancelled lists first, then the deal order) gives one small frame of
-    (round, shoe, card, decks). Cards are counted per (shoe, card) piece by piece and the counts added
-    up; only the rare pairs over their decks are then put in deal order, and only the rounds found are
-    joined back to their place in the log. Every query reads one piece, so memory stays bounded.
+    (round, card key, decks), the key one integer per (shoe code, card). Cards are counted per key
+    piece by piece and the counts added up; only the rare keys over their decks are then put in deal
+    order, and only the rounds found are joined back to their place in the log. Every query reads one
+    piece, so memory stays bounded.
     """
     def positions(frame: pl.LazyFrame) -> list[pl.LazyFrame]:
         dealt = [pl.col(ingest.code_column(c)).alias(c) for c in DEAL_ORDER]
         # Unreadable entries of a burn or cancelled list parse to null and are not counted.
         extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())).alias(c)
                  for c in listed]
-        shoes = frame.filter(pl.col("shoe_id").is_not_null()).select(
-            "log_row", "shoe_id", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
+        in_shoes = frame.join(shoes.lazy(), on="shoe_id").select(
+            "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
         return [
-            (shoes.explode(column) if column in listed else shoes).select(
-                "log_row", "shoe_id", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
-                # One integer per (shoe, card): 57 bits of the shoe_id's hash above the card code (< 128).
-                # It is the same in every query; a collision only adds candidates, counted exactly below.
-                key=pl.col("shoe_id").hash(seed=0) // 128 * 128 + pl.col(column))
+            (in_shoes.explode(column) if column in listed else in_shoes).select(
+                "log_row", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
+                key=pl.col("shoe").cast(pl.UInt64) * 128 + pl.col(column))  # card codes are below 128
             .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
             for i, column in enumerate([*listed, *DEAL_ORDER])
         ]
@@ -171,18 +166,17 @@ def card_counts(pieces: list[pl.LazyFrame], listed: list[str], collect: Collect)
     candidates = _each(pieces, lambda piece: pl.concat([cards_at.join(excess, on="key", how="semi")
                                                         for cards_at in positions(piece)]), collect)
     found = (candidates.lazy()
-             .with_columns(seen=pl.col("card").cum_count().over("shoe_id", "card", order_by=[*_ORDER, "position"]))
+             .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
              .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
              .select("log_row", "card", "seen").collect())
-    name = pl.col("card").replace_strict({c: cards.name(c) for c in set(cards.SPELLINGS.values())},
-                                         return_dtype=pl.String)
-    return [_back(found, lambda rounds: _finding(
+    name = card_name(pl.col("card"))
+    return [_WriteUp(lambda rounds: _finding(
         rounds, "CARD_COUNT",
         expected=pl.format("at most {}", pl.col("decks")),
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
                          name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
-    ))]
+    ), found=found)]
 
 
 def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect) -> list[_WriteUp]:
@@ -214,20 +208,21 @@ def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
             rounds, "SHOE_SEQUENCE", pl.lit("a whole number"), pl.col("hand_no"),
             pl.format("hand_no '{}' in shoe {} is not a whole number.", pl.col("hand_no"), pl.col("shoe_id"))),
             where=not_number),
-        _back(found.filter(pl.col("is_copy")), lambda rounds: _finding(
+        _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.lit("once per shoe"), pl.format("copy {}", pl.col("copy")),
             pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
-                      pl.col("copy")))),
-        _back(found.filter(pl.col("is_gap")), lambda rounds: _finding(
+                      pl.col("copy"))), found=found.filter(pl.col("is_copy"))),
+        _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
             pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
                       pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
                       pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
-                      .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1))))),
-        _back(found.filter(pl.col("is_over")), lambda rounds: _finding(
+                      .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1)))),
+            found=found.filter(pl.col("is_gap"))),
+        _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
             pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
-                      pl.col("cards_dealt"), pl.col("decks"), holds))),
+                      pl.col("cards_dealt"), pl.col("decks"), holds)), found=found.filter(pl.col("is_over"))),
     ]
 
 
@@ -249,11 +244,11 @@ def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: dat
             rounds, "TIMESTAMP", pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
             pl.col("dealt_at"), pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
             where=at > started),
-        _back(found, lambda rounds: _finding(
+        _WriteUp(lambda rounds: _finding(
             rounds, "TIMESTAMP", pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
             pl.col("dealt_at"),
             pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
-                      pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")))),
+                      pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))), found=found),
     ]
 
 
@@ -269,7 +264,7 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)
-    parts = {"CARD_COUNT": lambda: card_counts(pieces, listed, collect),
+    parts = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect),
              "SHOE_SEQUENCE": lambda: shoe_sequence(pieces, shoes, collect),
              "TIMESTAMP": lambda: timestamps(pieces, shoes, run_started, collect)}
     kinds = [kind for code, make in parts.items() if states[code] == "ran" for kind in make()]
