@@ -107,6 +107,10 @@ class Selection:
         return keep
 
 
+#: One file's rows by range: (start, count or None for the rest) -> those rows, as `Log.frame` has them.
+Rows = Callable[[int, int | None], pl.LazyFrame]
+
+
 @dataclass(frozen=True)
 class Log:
     """An opened log, one file or many read as one: its files, formats, columns and rows.
@@ -120,13 +124,13 @@ class Log:
     files: tuple[Path, ...]
     formats: tuple[str, ...]
     columns: frozenset[str]
-    parts: tuple[pl.LazyFrame, ...]  # one per file, before the selection
-    ranges: tuple[Callable[[int, int], pl.LazyFrame], ...]  # per file: (start, count) -> those rows
+    ranges: tuple[Rows, ...]  # per file, before the selection: (start, count) -> those rows
     selection: Selection
 
     @property
     def frame(self) -> pl.LazyFrame:
-        frame = pl.concat(self.parts) if len(self.parts) > 1 else self.parts[0]
+        parts = [rows(0, None) for rows in self.ranges]
+        frame = pl.concat(parts) if len(parts) > 1 else parts[0]
         return frame.filter(self.selection.predicate()) if self.selection else frame
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
@@ -134,10 +138,10 @@ class Log:
         query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
         rounds, so a piece bounds what is in flight. A Parquet file's rows are counted from its
         metadata, a CSV file's by its line ends."""
-        for part, rows_from in zip(self.parts, self.ranges):
-            total = part.select(pl.len()).collect().item()
+        for rows_from in self.ranges:
+            total = rows_from(0, None).select(pl.len()).collect().item()
             for start in range(0, max(total, 1), rows):
-                piece = rows_from(start, rows) if total > rows else part
+                piece = rows_from(start, rows)
                 yield piece.filter(self.selection.predicate()) if self.selection else piece
 
 
@@ -228,12 +232,11 @@ def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.
 
 @dataclass(frozen=True)
 class _Opened:
-    """One opened file: its frame, the columns it really has, its format, and its rows by range."""
+    """One opened file: the columns it really has, its format, and its rows by range."""
 
-    frame: pl.LazyFrame
     names: list[str]
     file_format: str
-    rows: Callable[[int, int], pl.LazyFrame]  # (start, count) -> those rows, shaped like `frame`
+    rows: Rows
 
 
 def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
@@ -245,12 +248,12 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
             names = whole.collect_schema().names()
             whole = whole.with_columns(malformed=pl.lit(None, pl.String))
 
-            def read(start: int, count: int) -> pl.LazyFrame:
+            def read(start: int, count: int | None) -> pl.LazyFrame:
                 return whole.slice(start, count)  # the cut reaches the Parquet scan
         else:
             whole, names = _scan_csv(path)
 
-            def read(start: int, count: int) -> pl.LazyFrame:
+            def read(start: int, count: int | None) -> pl.LazyFrame:
                 return _scan_csv(path, start, count)[0]
         dtypes = whole.collect_schema()
     except pl.exceptions.PolarsError as error:
@@ -284,7 +287,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
         return rows
 
     # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
-    return _Opened(shaped(whole.rename(renames), 1), [*names, *partitions], file_format,
+    return _Opened([*names, *partitions], file_format,
                    lambda start, count: shaped(read(start, count).rename(renames), start + 1))
 
 
@@ -300,11 +303,11 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     label, files = expand(inputs)
     opened = [_open(path, contract_name, mapping) for path in files]
     for path, one in zip(files, opened):
-        if not _has_rows(path, one.frame):
+        if not _has_rows(path, one.rows(0, None)):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
-               tuple(one.frame for one in opened), tuple(one.rows for one in opened), selection)
+               tuple(one.rows for one in opened), selection)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:
