@@ -158,14 +158,14 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
     by_part += [("facts.parts", label, frame.with_columns(id_key=id_key(pl.col("round_id")))) for frame in facts]
     for folder in ("bets.parts", "facts.parts", STAGED_BETS):
         (staging / folder).mkdir()
-    for i, (folder, label, frame) in enumerate(by_part):
-        ingest.collect(label, [frame.with_columns(part).sort("part").sink_parquet(
+    for i, (folder, read_from, frame) in enumerate(by_part):
+        ingest.collect(read_from, [frame.with_columns(part).sort("part").sink_parquet(
             staging / folder / f"{i:06d}.parquet", row_group_size=PART_ROW_GROUP, lazy=True)])
     for k in range(parts):
-        bets_part, facts = (pl.scan_parquet(staging / folder / "*.parquet").filter(pl.col("part") == k)
-                            .drop("part", "id_key") for folder in ("bets.parts", "facts.parts"))
-        run.sink(f"{STAGED_BETS}/{k:06d}.parquet", settlement.settle(bets_part, facts, quarantined, names),
-                 bet_log.path)
+        bets_of_part, facts_of_part = (pl.scan_parquet(staging / folder / "*.parquet").filter(pl.col("part") == k)
+                                       .drop("part", "id_key") for folder in ("bets.parts", "facts.parts"))
+        run.sink(f"{STAGED_BETS}/{k:06d}.parquet",
+                 settlement.settle(bets_of_part, facts_of_part, quarantined, names), bet_log.path)
 
 
 def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,

@@ -39,12 +39,17 @@ class Window:
 
 def preload() -> threading.Thread:
     """Import Great Expectations in the background (about 3 s of Python) while polars audits."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    _no_analytics()
     return preloading("great_expectations")
 
 
-def _import_gx() -> None:
+def _no_analytics() -> None:
+    """An unattended job sends nothing home: set before Great Expectations is imported."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+
+def _import_gx() -> None:
+    _no_analytics()
     import great_expectations  # noqa: F401
 
 
