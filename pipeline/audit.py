@@ -22,7 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import __version__, cards, contract, evidence, fairness, ingest, integrity, profiles, report, settlement
+from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, parts, profiles, report,
+                      settlement)
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
@@ -135,37 +136,30 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
 
-PART_ROW_GROUP = 16_384  # rows per row group of a piece sorted by part: a part's scan skips the rest
-
-
 def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
             quarantined: pl.LazyFrame, names: list[str], run: _Queries, staging: Path) -> None:
     """Settle every bet into STAGED_BETS, a part of the round_ids (by hash) at a time. `pieces` are the
     replayable rounds of the log named `label`, piece by piece.
 
-    A join holds one side in memory, and a part holds a fraction of it. The bets and the round facts
-    are first written piece by piece, each piece sorted by part in small row groups, so that the scan
-    of one part reads little more than that part.
+    A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
+    are first written by part (see `pipeline.parts`), then joined one part at a time.
     """
     bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
-    parts = max(len(pieces), -(-bets_read // PIECE_ROWS))
-    part = (pl.col("id_key") % parts).alias("part")
+    part_count = max(len(pieces), -(-bets_read // PIECE_ROWS))
+    part = parts.part_of(pl.col("round_id"), part_count)
     duplicated = copies.group_by("round_id").agg(pl.len().alias("copies")).filter(pl.col("copies") > 1)
-    by_part = [("bets.parts", bet_log.path, piece.with_columns(id_key=id_key(pl.col("round_id"))))
-               for piece in bet_log.pieces(PIECE_ROWS)]
+    by_part = [("bets.parts", bet_log.path, piece) for piece in bet_log.pieces(PIECE_ROWS)]
     facts = [settlement.round_facts(piece, duplicated) for piece in pieces]
     facts.append(settlement.duplicated_facts(duplicated, facts[0].collect_schema()))
-    by_part += [("facts.parts", label, frame.with_columns(id_key=id_key(pl.col("round_id")))) for frame in facts]
+    by_part += [("facts.parts", label, frame) for frame in facts]
     for folder in ("bets.parts", "facts.parts", STAGED_BETS):
         (staging / folder).mkdir()
     for i, (folder, read_from, frame) in enumerate(by_part):
-        ingest.collect(read_from, [frame.with_columns(part).sort("part").sink_parquet(
-            staging / folder / f"{i:06d}.parquet", row_group_size=PART_ROW_GROUP, lazy=True)])
-    for k in range(parts):
-        bets_of_part, facts_of_part = (pl.scan_parquet(staging / folder / "*.parquet").filter(pl.col("part") == k)
-                                       .drop("part", "id_key") for folder in ("bets.parts", "facts.parts"))
+        ingest.collect(read_from, [parts.write(frame, part, staging / folder / f"{i:06d}.parquet")])
+    for k in range(part_count):
         run.sink(f"{STAGED_BETS}/{k:06d}.parquet",
-                 settlement.settle(bets_of_part, facts_of_part, quarantined, names), bet_log.path)
+                 settlement.settle(parts.read(staging / "bets.parts", k), parts.read(staging / "facts.parts", k),
+                                   quarantined, names), bet_log.path)
 
 
 def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
@@ -179,8 +173,6 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order), label)
     run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
         *settlement.BET_COLUMNS, reason=pl.col("reject")).sort(in_order), label)
-    if options.validate:
-        counted["bets_view"] = run.frame(contract.view(bet_log.frame, bet_log.columns, "bet_log"), bet_log.path)
     return counted
 
 
@@ -235,8 +227,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         if levels:
             counted["fairness"] = fairness.add_up(
                 [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
-    if options.validate:
-        counted["rounds_view"] = run.frame(contract.view(rounds, log.columns, "round_log"), label)
     if bet_log is not None:
         counted |= _check_bets(bet_log, label, pieces, copies, names, options, run, staging)
     _merge_findings(staging)
@@ -264,10 +254,14 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         summary = _summary(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
             options.on_phase("input contract (Great Expectations)")
-            summary["contract"] = {
-                role: contract.validate(counted[f"{role}_view"], name, options.window, staging / DOCS)
-                for role, name in (("rounds", "round_log"), ("bets", "bet_log")) if f"{role}_view" in counted
-            }
+            subjects = [contract.Subject("round_log", log.path, log.columns,
+                                         [pl.scan_parquet(piece) for piece in _staged(staging)])]
+            if bet_log is not None:
+                subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns,
+                                                 list(bet_log.pieces(PIECE_ROWS))))
+            validated = contract.validate(subjects, staging, options.window, staging / DOCS)
+            summary["contract"] = {role: validated[name] for role, name in (("rounds", "round_log"), ("bets", "bet_log"))
+                                   if name in validated}
             if not all(result["success"] for result in summary["contract"].values()):
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,8 +143,9 @@ def validate(
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
-        view = ingest.collect(opened.path, [contract.view(opened.frame, opened.columns, name)])[0]
-        result = contract.validate(view, name, _window(window_start, window_end), docs)
+        with tempfile.TemporaryDirectory() as scratch:
+            subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)))
+            result = contract.validate([subject], Path(scratch), _window(window_start, window_end), docs)[name]
     except InputError as error:
         raise _fail(error) from None
     if as_json:

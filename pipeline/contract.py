@@ -3,10 +3,11 @@
 GX has no polars engine, so polars hands it a view of the log made for cheap checking: only the
 columns the suite reads, text values that belong to a small set upper-cased and dictionary-encoded
 (pandas categoricals: GX's set checks and its batch hashing then touch a few distinct values, not
-every row), amounts as integers of 1/10,000 and `dealt_at` as UTC epoch seconds (GX compares numbers
-vectorized, but maps a Python function over every timestamp). Row-level findings and
-quarantine stay with polars; GX gives the declared contract, a summary per expectation, and Data Docs.
-"""
+every row), ids as dense integer codes, amounts as integers of 1/10,000 and `dealt_at` as UTC epoch
+seconds (GX compares numbers vectorized, but maps a Python function over every timestamp). The view
+goes to GX a batch of rows at a time (see `validate`), so that its memory does not grow with the log.
+Row-level findings and quarantine stay with polars; GX gives the declared contract, a summary per
+expectation, and Data Docs."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 
-from pipeline import ingest
+from pipeline import ingest, parts
 from pipeline.preload import preload as preloading
 from pipeline.settlement import amount_e4
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}
 EXAMPLES = 3
+BATCH_ROWS = 500_000  # rows GX checks at once: it keeps every expectation's work on every row of a batch
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,6 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
         column = pl.col(c)
         if kinds[c] in SET_KINDS:
             column = column.str.to_uppercase().cast(pl.Categorical)
-        elif kinds[c] == "id":
-            column = column.cast(pl.Categorical)
         elif kinds[c] == "amount":
             column = amount_e4(column)
         elif kinds[c] == "timestamp":
@@ -97,90 +98,168 @@ def _expectations(contract_name: str, present: set[str], window: Window) -> tupl
     return runnable, skipped
 
 
-def validate(data: pl.DataFrame, contract_name: str, window: Window = Window(),
-             docs_dir: Path | None = None) -> dict:
-    """Run the contract's suite on a `view`; write Data Docs to `docs_dir` when given.
+def _is_unique(expectation: dict) -> bool:
+    return expectation["type"] == "expect_column_values_to_be_unique"
 
-    Returns {"suite", "success", "expectations": [{type, column, why, success|skipped,
-    unexpected_count, element_count, examples}]} in the suite's order.
+
+@dataclass(frozen=True)
+class Subject:
+    """A log to hold to its contract: its label, the columns it really has, and its rows in pieces
+    (frames as `ingest.Log.frame` has them: every contract column as trimmed text)."""
+
+    contract_name: str
+    label: Path
+    present: frozenset[str]
+    pieces: list[pl.LazyFrame]
+
+
+class _Runs:
+    """One Great Expectations context: a checkpoint per suite, every run's results kept by expectation."""
+
+    def __init__(self, window: Window) -> None:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self.logs = self.context.data_sources.add_pandas("logs")
+        self.parameters = {"window_start": window.start and int(window.start.timestamp()),
+                           "window_end": window.end and int(window.end.timestamp())}
+        self.outcomes: dict[tuple[str, int], list] = {}  # (contract, expectation index) -> results
+
+    def suite(self, contract_name: str, name: str, expectations: list[tuple[int, dict]]) -> Callable:
+        """A checkpoint for these expectations of a contract: call it with a piece and a run name."""
+        import great_expectations as gx
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        batch = self.logs.add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
+        suite = self.context.suites.add(gx.ExpectationSuite(name=name, expectations=[
+            gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"], meta=e["meta"])
+            for _, e in expectations]))
+        checkpoint = self.context.checkpoints.add(gx.Checkpoint(
+            name=name, validation_definitions=[self.context.validation_definitions.add(
+                gx.ValidationDefinition(name=name, data=batch, suite=suite))],
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}))
+
+        def run(data: pl.DataFrame, run_name: str) -> None:
+            # Ids (the view's only text) go to GX as dense codes, equal exactly when the ids are: GX
+            # hashes every value of a batch, and hashing 1M text ids took 0.5 s and 180 MB per run.
+            ids = [c for c, dtype in data.schema.items() if dtype == pl.String]
+            coded = data.with_columns(pl.col(ids).rank("dense"))
+            done = checkpoint.run(batch_parameters={"dataframe": coded.to_pandas()},
+                                  expectation_parameters=self.parameters, run_id=RunIdentifier(run_name=run_name))
+            (result,) = done.run_results.values()
+            # GX does not keep the suite's order: match each result to its expectation by the id GX gave it.
+            by_id = {r.expectation_config.id: r for r in result.results}
+            for (index, expectation), added in zip(expectations, suite.expectations):
+                column = _column_of(expectation)
+                text_of = (coded.select(pl.col(column).alias("code"), data[column]) if column in ids else None)
+                self.outcomes.setdefault((contract_name, index), []).append(_outcome(by_id[added.id], text_of))
+        return run
+
+
+def _batches(frames: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """The rows of `frames` in slices of at most BATCH_ROWS; the last frame alone when none has rows."""
+    rows, frame = 0, None
+    for frame in frames:
+        for batch in frame.iter_slices(BATCH_ROWS):
+            rows += batch.height
+            yield batch
+    if rows == 0 and frame is not None:
+        yield frame
+
+
+def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
+             docs_dir: Path | None = None) -> dict[str, dict]:
+    """Run each subject's suite on it; write Data Docs of every run to `docs_dir` when given.
+    `scratch` is an empty folder to work in.
+
+    GX holds what it checks in pandas, several copies deep (2.5 GB for a 10M-round log), so it is
+    handed one piece at a time: every expectation about single values runs on each piece of the log,
+    and a uniqueness expectation on each part of its column (equal values share a part, see
+    `pipeline.parts`). Counts add up over the runs, an expectation is met when it is met in every
+    run, and Data Docs show one page per run.
+
+    Returns, by contract name, {"suite", "success", "expectations": [{type, column, why,
+    success|skipped, unexpected_count, element_count, examples}]} in the suite's order.
     """
     _import_gx()
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    runnable, skipped = _expectations(contract_name, set(data.columns), window)
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (context.data_sources.add_pandas("logs").add_dataframe_asset(contract_name)
-             .add_batch_definition_whole_dataframe("whole log"))
-    suite = context.suites.add(gx.ExpectationSuite(
-        name=contract_name,
-        expectations=[gx.expectations.registry.get_expectation_impl(e["type"])(**e["kwargs"], meta=e["meta"])
-                      for _, e in runnable],
-    ))
-    definition = context.validation_definitions.add(
-        gx.ValidationDefinition(name=contract_name, data=batch, suite=suite))
-    actions = []
+    runs = _Runs(window)
+    results = {}
+    for subject in subjects:
+        name, pieces = subject.contract_name, subject.pieces
+        views = [view(piece, subject.present, name) for piece in pieces]
+        runnable, skipped = _expectations(name, set(views[0].collect_schema().names()), window)
+        single = [(index, e) for index, e in runnable if not _is_unique(e)]
+        if single:
+            run, first = runs.suite(name, name, single), 1
+            for data in _batches(ingest.collect(subject.label, [v])[0] for v in views):
+                run(data, f"rows {first}-{first + data.height - 1}")
+                first += data.height
+        for index, expectation in ((i, e) for i, e in runnable if _is_unique(e)):
+            column = _column_of(expectation)
+            folder = scratch / f"{name}.{column}"
+            folder.mkdir()
+            rows = sum(count.item() for count in ingest.collect(subject.label, [p.select(pl.len()) for p in pieces]))
+            part_count = max(1, -(-rows // BATCH_ROWS))
+            part = parts.part_of(pl.col(column), part_count)
+            for i, piece in enumerate(pieces):
+                ingest.collect(subject.label, [parts.write(piece.select(column), part, folder / f"{i:06d}.parquet")])
+            run = runs.suite(name, f"{name} {column} unique", [(index, expectation)])
+            for k in range(part_count):
+                run(ingest.collect(subject.label, [parts.read(folder, k)])[0],
+                    f"{column} unique, part {k + 1} of {part_count}")
+        report = []
+        for index, expectation in enumerate(ingest.contract(name)["expectations"]):
+            entry = {"type": expectation["type"], "column": _column_of(expectation),
+                     "why": expectation["meta"]["why"]}
+            entry |= {"skipped": skipped[index]} if index in skipped else _added_up(runs.outcomes[name, index])
+            report.append(entry)
+        results[name] = {"suite": name, "success": all(e.get("success", True) for e in report),
+                         "expectations": report}
     if docs_dir is not None:
-        context.add_data_docs_site("audit", {
+        runs.context.add_data_docs_site("audit", {
             "class_name": "SiteBuilder",
             "store_backend": {"class_name": "TupleFilesystemStoreBackend",
                               "base_directory": str(Path(docs_dir).resolve())},
             "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
         })
-        actions.append(gx.checkpoint.UpdateDataDocsAction(name="data docs", site_names=["audit"]))
-    checkpoint = context.checkpoints.add(gx.Checkpoint(
-        name=contract_name, validation_definitions=[definition], actions=actions,
-        result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES},
-    ))
-    parameters = {"window_start": window.start and int(window.start.timestamp()),
-                  "window_end": window.end and int(window.end.timestamp())}
-    # Ids go to GX as their dictionary codes: equal ids have equal codes and null stays null, so
-    # not-null and unique mean the same, and GX hashes integers far faster than strings.
-    ids = [c for c, dtype in data.schema.items() if dtype == pl.Categorical
-           and ingest.contract(contract_name)["meta"]["columns"][c]["kind"] == "id"]
-    run = checkpoint.run(batch_parameters={"dataframe": data.with_columns(pl.col(ids).to_physical()).to_pandas()},
-                         expectation_parameters=parameters)
-    (result,) = run.run_results.values()
-    # GX does not keep the suite's order: match each result to its expectation by the id GX gave it.
-    by_id = {r.expectation_config.id: r for r in result.results}
-    outcomes = {index: by_id[added.id] for (index, _), added in zip(runnable, suite.expectations)}
-    report = []
-    for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
-        entry = {"type": expectation["type"], "column": _column_of(expectation),
-                 "why": expectation["meta"]["why"]}
-        if index in skipped:
-            entry["skipped"] = skipped[index]
-        else:
-            outcome = outcomes[index]
-            details = outcome.result or {}
-            entry |= {
-                "success": bool(outcome.success),
-                "unexpected_count": details.get("unexpected_count"),
-                "element_count": details.get("element_count"),
-                "examples": _examples(data, _column_of(expectation) if _column_of(expectation) in ids else None,
-                                      details.get("partial_unexpected_list", [])[:EXAMPLES]),
-            }
-            errors = [info.get("exception_message") for info in _exception_infos(outcome.exception_info)
-                      if info.get("raised_exception")]
-            if errors:
-                entry["error"] = errors[0]
-        report.append(entry)
-    return {"suite": contract_name, "success": all(e.get("success", True) for e in report),
-            "expectations": report}
+        runs.context.build_data_docs(site_names=["audit"])
+    return results
 
 
-def _examples(data: pl.DataFrame, id_column: str | None, values: list) -> list:
-    """GX's examples as JSON values; for an id column, the ids its codes stand for."""
-    plain = [_plain(v) for v in values]
-    if id_column is None:
-        return plain
-    codes = data.select(pl.col(id_column), code=pl.col(id_column).to_physical()).drop_nulls().unique()
-    wanted = [int(v) for v in plain if v is not None]  # GX hands codes back as floats
-    names = dict(codes.filter(pl.col("code").is_in(wanted)).select(
-        "code", pl.col(id_column).cast(pl.String)).iter_rows())
-    return [None if v is None else names[int(v)] for v in plain]
+def _outcome(result, text_of: pl.DataFrame | None) -> dict:
+    """One run's result of one expectation, in plain values; `text_of` maps an id column's codes back
+    to its ids (GX hands the codes back as floats)."""
+    details = result.result or {}
+    examples = [_plain(v) for v in details.get("partial_unexpected_list", [])[:EXAMPLES]]
+    if text_of is not None:
+        wanted = [int(v) for v in examples if v is not None]
+        ids = dict(text_of.filter(pl.col("code").is_in(wanted)).unique().iter_rows())
+        examples = [None if v is None else ids[int(v)] for v in examples]
+    errors = [info.get("exception_message") for info in _exception_infos(result.exception_info)
+              if info.get("raised_exception")]
+    return {"success": bool(result.success), "unexpected_count": details.get("unexpected_count"),
+            "element_count": details.get("element_count"), "examples": examples, "errors": errors}
+
+
+def _added_up(outcomes: list[dict]) -> dict:
+    """One expectation's results over every run: met when met in each, counts summed, the first examples."""
+    def total(key: str) -> int | None:
+        counts = [outcome[key] for outcome in outcomes if outcome[key] is not None]
+        return sum(counts) if counts else None
+
+    entry = {
+        "success": all(outcome["success"] for outcome in outcomes),
+        "unexpected_count": total("unexpected_count"),
+        "element_count": total("element_count"),
+        "examples": [v for outcome in outcomes for v in outcome["examples"]][:EXAMPLES],
+    }
+    errors = [error for outcome in outcomes for error in outcome["errors"]]
+    if errors:
+        entry["error"] = errors[0]
+    return entry
 
 
 def _exception_infos(info: dict) -> list[dict]:
