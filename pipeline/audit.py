@@ -43,6 +43,13 @@ def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
     return replay(parsed.with_columns(**values))
 
 
+def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
+    """Rows of a log (`ingest.Log.frame`) as every check reads them: parsed (card codes, `reject`),
+    the default profile filled in, replayed, with `id_key` (for duplicates) and `dealt_utc`."""
+    parsed = ingest.parse_rounds(rows).with_columns(pl.col("profile").fill_null(profile))
+    return replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
+
+
 def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
     """Rows fit to replay, with card values beside their codes, replayed."""
     return replayed(parsed.filter(pl.col("reject").is_null()))
@@ -129,9 +136,7 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
     pieces = list(log.pieces(PIECE_ROWS))
     for i, piece in enumerate(pieces):
         options.on_phase("reading and replaying", i, len(pieces))
-        parsed = ingest.parse_rounds(piece).with_columns(pl.col("profile").fill_null(options.profile))
-        staged = replayed(parsed).with_row_index("log_row", offset=rows).with_columns(
-            id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
+        staged = prepared(piece.with_row_index("log_row", offset=rows), options.profile)
         _Queries(staging).sink(f"{STAGED}/{i:06d}.parquet", staged, log.path)
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
@@ -176,11 +181,28 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     return counted
 
 
+def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """Per file: rows read, rows quarantined, and suited cards (CARD_COUNT needs suits). They add up."""
+    suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.Int64)
+                               for c in ingest.CARD_COLUMNS)
+    return rounds.group_by("source_file").agg(rows=pl.len().cast(pl.Int64),
+                                              rows_quarantined=pl.col("reject").is_not_null().sum().cast(pl.Int64),
+                                              suited_cards=suited.sum())
+
+
+def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """What the summary counts of the rounds, from `tallies` (of one query, or added up over many)."""
+    per_file = per_file.group_by("source_file").agg(pl.exclude("source_file").sum())
+    return {"rows_per_file": per_file.select("source_file", "rows"),
+            "rounds": per_file.select(rows_read=pl.col("rows").sum(), rows_quarantined=pl.col("rows_quarantined").sum(),
+                                      suited_cards=pl.col("suited_cards").sum())}
+
+
 def _merge_findings(staging: Path) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, then the bets'."""
     per_round = in_log_order(pl.read_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
                                               staging / "findings.duplicates.parquet"]))
-    others = [pl.read_parquet(staging / f"findings.{part}.parquet") for part in (*integrity.CODES, "bets")
+    others = [pl.read_parquet(staging / f"findings.{part}.parquet") for part in ("integrity", "bets")
               if (staging / f"findings.{part}.parquet").exists()]
     pl.concat([per_round, *others]).write_parquet(staging / "findings.parquet")
 
@@ -198,13 +220,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
     rounds = pl.scan_parquet(staging / STAGED / "*.parquet")
     rejected = pl.col("reject").is_not_null()
     replayable_rounds = rounds.filter(~rejected)
-    counted = {
-        "rows_per_file": run.frame(rounds.group_by("source_file").agg(pl.len().alias("rows")), label),
-        "rounds": run.frame(rounds.select(
-            rows_read=pl.len(), rows_quarantined=rejected.sum(),
-            suited_cards=pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False)
-                                           .cast(pl.UInt32) for c in ingest.CARD_COLUMNS).sum()), label),
-    }
+    counted = round_counts(run.frame(tallies(rounds), label))
     run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
     pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in _staged(staging)]
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
@@ -221,8 +237,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
-        for code, found in integrity.integrity_findings(pieces, decks, log.columns, started, collect).items():
-            found.write_parquet(staging / f"findings.{code}.parquet")
+        found = integrity.integrity_findings(pieces, decks, log.columns, started, collect)
+        found.drop("kind").write_parquet(staging / "findings.integrity.parquet")
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
             counted["fairness"] = fairness.add_up(
@@ -249,9 +265,9 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
         counted = _check(log, bet_log, names, options, started, staging)
         options.on_phase("fairness statistics")
-        tests = _fairness(counted, options, staging)
+        tests = fairness_tests(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")
-        summary = _summary(started, log, bet_log, names, counted, findings, tests, options)
+        summary = summarize(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
             options.on_phase("input contract (Great Expectations)")
             subjects = [contract.Subject("round_log", log.path, log.columns,
@@ -271,13 +287,13 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
         imports.join()  # matplotlib must be whole before the report sets its backend
         report.write(staging)
-        _publish(staging, out_dir)
+        publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
 
 
-def _fairness(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
+def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
     """Write fairness.parquet and add TABLE_STATS findings; None when the log has no table, dealer or shoe."""
     if "fairness" not in counted:
         return None
@@ -293,7 +309,7 @@ def _fairness(counted: dict[str, pl.DataFrame], options: Options, staging: Path)
     return tests
 
 
-def _publish(staging: Path, out_dir: Path) -> None:
+def publish(staging: Path, out_dir: Path) -> None:
     """Move the finished outputs into place; remove what an earlier run left that this one did not write."""
     for name in OUTPUTS:
         if (staging / name).exists():
@@ -319,7 +335,7 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
     return entries
 
 
-def _summary(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
+def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
              counted: dict[str, pl.DataFrame], findings: pl.DataFrame, tests: pl.DataFrame | None,
              options: Options) -> dict:
     rounds = counted["rounds"].row(0, named=True)

@@ -82,22 +82,23 @@ def audit(
 ) -> None:
     """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
     started = time.perf_counter()
-    if engine == "spark":
-        _audit_on_spark(rounds, out, profile, spark_master)
-    if engine != "polars":
+    if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
     narrowed = _window(since, until)
-    with progress.phases(enabled=not quiet) as on_phase:
+    with progress.phases(enabled=not quiet and engine == "polars") as on_phase:
         try:
             options = audit_run.Options(
                 bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
                 validate=contract_check, window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase,
                 selection=ingest.Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
-            result = audit_run.audit(rounds, out, options)
+            result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
+                rounds, out, options, spark_master)
         except InputError as error:
             raise _fail(error) from None
     s = result.summary
+    if "not_run" in s:
+        typer.echo(f"On Spark; not run: {s['not_run']}.")
     typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
                f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
     if "bets_read" in s:
@@ -158,22 +159,12 @@ def validate(
     raise typer.Exit(0 if result["success"] else 1)
 
 
-def _audit_on_spark(rounds: list[str], out: Path, profile: str, master: str) -> None:
+def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, master: str) -> audit_run.Result:
     from pipeline import spark
 
-    try:
-        spark.require()
-        profiles.load(profile)
-        summary = spark.audit(rounds, out, profile, master)
-    except InputError as error:
-        raise _fail(error) from None
-    typer.echo(f"{summary['rows_read']} rows read on Spark: {summary['rounds_audited']} rounds audited, "
-               f"{summary['rows_quarantined']} quarantined, {summary['rounds_flagged']} rounds flagged.")
-    for check, count in summary["findings"].items():
-        if count:
-            typer.echo(f"  {check:<16} {count}")
-    typer.echo(f"Written to {out}/: findings.parquet, quarantine.parquet, summary.json ({summary['not_run']})")
-    raise typer.Exit(summary["exit_code"])
+    spark.require()
+    profiles.load(options.profile)
+    return audit_run.Result(spark.audit(rounds, out, options, master), out)
 
 
 @app.command()

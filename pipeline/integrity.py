@@ -33,6 +33,8 @@ MEANINGS = {
 NEEDS = {"CARD_COUNT": ("shoe_id",), "SHOE_SEQUENCE": ("shoe_id", "hand_no"), "TIMESTAMP": ("dealt_at",)}
 EXTRA_CARDS = ("burn_cards", "cancelled_cards")  # space-separated card lists, when the log has them
 
+#: The order of integrity findings: by kind, then in log order; the detail tells two cards of a round apart.
+IN_ORDER = ("kind", "source_file", "source_row", "detail")
 _ORDER = ["hand", "log_row"]  # hand_no order within a shoe, the log's own order breaking ties
 DEAL_ORDER = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
@@ -118,7 +120,7 @@ class _WriteUp:
 def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect) -> pl.DataFrame:
     """Every kind of finding written up in one query per piece: the rounds found are picked out of the
     piece by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
-    narrow query found, and the rounds a condition picks are filtered. Sorted by kind, then in log order."""
+    narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds."""
     def rounds_of(kind: _WriteUp, piece: pl.LazyFrame) -> pl.LazyFrame:
         if kind.found is None:
             return piece.filter(kind.where)
@@ -128,7 +130,7 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     def one_piece(piece: pl.LazyFrame) -> pl.LazyFrame:
         return pl.concat([kind.describe(rounds_of(kind, piece)).with_columns(kind=pl.lit(i, pl.UInt8))
                           for i, kind in enumerate(kinds)])
-    return _each(pieces, one_piece, collect).sort("kind", "source_file", "source_row", maintain_order=True)
+    return _each(pieces, one_piece, collect)
 
 
 def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect) -> list[_WriteUp]:
@@ -253,12 +255,14 @@ def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: dat
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
-                       run_started: datetime, collect: Collect) -> dict[str, pl.DataFrame]:
-    """The findings of each integrity check that can run on a log with these columns, by code.
+                       run_started: datetime, collect: Collect) -> pl.DataFrame:
+    """The findings of every integrity check that can run on a log with these columns, with `kind`,
+    which numbers the kinds of finding in the order of CODES, sorted by IN_ORDER (drop `kind` to publish).
 
-    `pieces` are the replayed rounds in parts (the staged pieces), in log order. Every query reads one
-    piece: the windows over shoes run on a few numeric columns collected piece by piece, and the few
-    rounds they find are written up in one query per piece, so memory does not hold the log's text.
+    `pieces` are the replayed rounds in parts (the staged pieces), in log order; or, on Spark, the
+    rounds of some whole shoes. Every query reads one piece: the windows over shoes run on a few
+    numeric columns collected piece by piece, and the few rounds they find are written up in one
+    query per piece, so memory does not hold the log's text.
     """
     pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
@@ -268,5 +272,5 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
              "SHOE_SEQUENCE": lambda: shoe_sequence(pieces, shoes, collect),
              "TIMESTAMP": lambda: timestamps(pieces, shoes, run_started, collect)}
     kinds = [kind for code, make in parts.items() if states[code] == "ran" for kind in make()]
-    found = _write_up(pieces, kinds, collect) if kinds else pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
-    return {code: found.filter(pl.col("check") == code).drop("kind") for code in CODES if states[code] == "ran"}
+    return (_write_up(pieces, kinds, collect) if kinds else pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
+            ).sort(IN_ORDER)
