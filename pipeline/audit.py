@@ -172,8 +172,7 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     """Settle the bets (see `_settle`), write their findings and quarantine; returns their counts."""
     _settle(bet_log, label, pieces, copies, pl.scan_parquet(staging / "quarantine.parquet"), names, run, staging)
     settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
-    counted = {"bets_per_file": run.frame(settled.group_by("source_file").agg(pl.len().alias("rows")), label),
-               "bets": run.frame(settlement.bet_counts(settled), label)}
+    counted = settlement.bet_totals(run.frame(settlement.bet_counts(settled), label))
     in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
     run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order), label)
     run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(

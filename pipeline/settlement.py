@@ -157,15 +157,24 @@ def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
+    """Per file: bets read, quarantined and wrongly paid, and the money over- and underpaid. They add
+    up over pieces (see `bet_totals`)."""
     rejected = pl.col("reject").is_not_null()
     wrong = ~rejected & (pl.col("expected_e12") != pl.col("paid_e12"))
-    return settled.select(
-        bets_read=pl.len(),
-        bets_quarantined=rejected.sum(),
-        bets_flagged=wrong.sum(),
+    return settled.group_by("source_file").agg(
+        bets_read=pl.len().cast(pl.Int64),
+        bets_quarantined=rejected.sum().cast(pl.Int64),
+        bets_flagged=wrong.sum().cast(pl.Int64),
         overpaid_e12=pl.when(wrong).then(pl.col("paid_e12") - pl.col("expected_e12")).clip(lower_bound=0).sum(),
         underpaid_e12=pl.when(wrong).then(pl.col("expected_e12") - pl.col("paid_e12")).clip(lower_bound=0).sum(),
     )
+
+
+def bet_totals(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """What the summary counts of the bets, from `bet_counts` (of one query, or added up over many)."""
+    per_file = per_file.group_by("source_file").agg(pl.exclude("source_file").sum())
+    return {"bets_per_file": per_file.select("source_file", rows="bets_read"),
+            "bets": per_file.select(pl.exclude("source_file").sum())}
 
 
 def money_str(amount: Decimal) -> str:

@@ -1,6 +1,6 @@
 """The audit on Apache Spark, for logs one machine cannot hold: the same polars checks, per Arrow batch.
 
-Spark reads the log (every column as text) and hands each task its rows as Arrow record batches
+Spark reads the logs (every column as text) and hands each task its rows as Arrow record batches
 (`DataFrame.mapInArrow`). Each batch goes through the very functions the polars engine uses
 (`audit.prepared`, `findings.round_findings`, `fairness.observed_counts`). What needs more than a batch
 is arranged by Spark first:
@@ -9,13 +9,14 @@ is arranged by Spark first:
 - integrity (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP): the log is repartitioned by shoe_id, so that each
   task holds whole shoes, and runs `integrity.integrity_findings` on its partition;
 - fairness: each batch's counts per (table, dealer, shoe, profile) cell are added up on the driver,
-  which runs the statistics (a few rows per table).
+  which runs the statistics (a few rows per table);
+- settlement: bets and rounds are grouped by a part of the round_id hashes and each part is settled
+  by `settlement.settle` (`cogroup().applyInArrow`), as the polars engine settles a part at a time.
 
-The driver collects what the tasks return (findings, quarantine, counts: small next to the log) and
-writes findings.parquet, quarantine.parquet, fairness.parquet and summary.json as the polars engine
-does. Not run on Spark (yet): bets and their settlement, the Great Expectations contract, the evidence
-and report; `audit` refuses the options it does not run, and summary.json names what was not run.
-"""
+The driver collects what the tasks return (findings, quarantines, counts: small next to the log) and
+writes findings.parquet, quarantine.parquet, bets_quarantine.parquet, fairness.parquet and
+summary.json with the polars engine's code. Not run on Spark (yet): the Great Expectations contract,
+the evidence and the report (summary.json says so); `audit` refuses the options it does not run."""
 
 from __future__ import annotations
 
@@ -32,15 +33,17 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import audit as polars_engine
-from pipeline import fairness, ingest, integrity, profiles
+from pipeline import fairness, ingest, integrity, profiles, settlement
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition of whole shoes for the integrity checks
-TEXT_COLUMNS = ingest.columns("round_log")
-NOT_RUN = "bets and settlement, the contract, the evidence and the report are polars-engine only"
+NOT_RUN = "the contract, the evidence and the report are polars-engine only"
+#: What the outputs need of a settled bet; the rest stays in the task.
+SETTLED = (*settlement.BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
+           "expected_e12", "paid_e12")
 
 QUARANTINE_SCHEMA = {**{c: pl.String for c in polars_engine.QUARANTINE_COLUMNS}, "source_row": pl.UInt32,
                      "reason": pl.String}
@@ -53,6 +56,8 @@ def _spark_type(dtype: pl.DataType) -> tuple[pa.DataType, str]:
         return pa.string(), "string"
     if dtype == pl.Boolean:
         return pa.bool_(), "boolean"
+    if dtype == pl.Int128:  # exact money in 1/10^12: Spark has no 128-bit integer
+        return pa.decimal128(38, 0), "decimal(38,0)"
     if dtype.is_integer():
         return pa.int64(), "bigint"
     if dtype.is_float():
@@ -67,13 +72,18 @@ def _ddl(schema: dict[str, pl.DataType]) -> str:
 
 def _to_batches(frame: pl.DataFrame) -> Iterator[pa.RecordBatch]:
     arrow = pa.schema([(name, _spark_type(dtype)[0]) for name, dtype in frame.schema.items()])
-    yield from frame.to_arrow().cast(arrow).to_batches()
+    yield from frame.with_columns(pl.col(pl.Int128).cast(pl.Decimal(38, 0))).to_arrow().cast(arrow).to_batches()
+
+
+def _from_spark(batch: pa.RecordBatch | pa.Table) -> pl.LazyFrame:
+    """Rows a task gets, with the polars engine's types back (row numbers, exact money)."""
+    return pl.from_arrow(batch).lazy().with_columns(pl.col("source_row").cast(pl.UInt32),
+                                                    pl.col(pl.Decimal).cast(pl.Int128))
 
 
 def _prepared(batch: pa.RecordBatch | pa.Table, profile: str) -> pl.LazyFrame:
     """Rows from Spark as the polars engine's staged rounds (parsed, replayed, `dealt_utc`, `id_key`)."""
-    frame = pl.from_arrow(batch).lazy().with_columns(pl.col("source_row").cast(pl.UInt32))
-    return polars_engine.prepared(frame, profile)
+    return polars_engine.prepared(_from_spark(batch), profile)
 
 
 def _replayable(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -117,6 +127,74 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
                                                         lambda frame: frame.collect()))
 
 
+def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
+    """The bets of some round_ids settled against every row of the round log with those round_ids,
+    as the polars engine settles a part (`audit._settle`), keeping what the outputs need."""
+    rounds = polars_engine.prepared(round_rows, profile)
+    replayable = _replayable(rounds)
+    duplicated = (replayable.group_by("round_id").agg(pl.len().alias("copies").cast(pl.UInt32))
+                  .filter(pl.col("copies") > 1).collect())
+    facts = settlement.round_facts(replayable, duplicated)
+    facts = pl.concat([facts, settlement.duplicated_facts(duplicated, facts.collect_schema())])
+    quarantined = rounds.filter(pl.col("reject").is_not_null())
+    return settlement.settle(bet_rows, facts, quarantined, names).select(SETTLED)
+
+
+def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: list[str]) -> pa.Table:
+    """applyInArrow task on one part of the round_ids (by hash): its bets and its rounds, settled."""
+    settled = _settled(_from_spark(bet_rows), _from_spark(round_rows), profile, names).collect()
+    return pa.Table.from_batches(list(_to_batches(settled)))
+
+
+def _bet_findings_in(batches):
+    for batch in batches:
+        yield from _to_batches(settlement.bet_findings(_from_spark(batch)).cast(FINDINGS_SCHEMA).collect())
+
+
+def _bet_quarantine_in(batches):
+    for batch in batches:
+        yield from _to_batches(_from_spark(batch).filter(pl.col("reject").is_not_null())
+                               .select(*settlement.BET_COLUMNS, reason="reject").collect())
+
+
+def _bet_counts_in(batches):
+    for batch in batches:
+        yield from _to_batches(settlement.bet_counts(_from_spark(batch)).collect())
+
+
+def _settle(spark, text, bet_log: ingest.Log, profile: str, names: list[str], rows: int) -> dict:
+    """Bets settled on Spark: bets and rounds grouped by a part of the round_id hashes (so that every
+    copy of a round and its bets meet in one task), each part settled by the polars engine's code.
+    Returns the bet findings, quarantine and counts (all small); the settled bets stay on Spark."""
+    from pyspark.sql import functions as F
+
+    placed = _read(spark, bet_log.files, "bet_log")
+    part_count = max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS))
+    part = F.pmod(F.hash("round_id"), F.lit(part_count)).alias("part")
+    schema = _settled(_from_spark(_empty(placed.columns)), _from_spark(_empty(text.columns)), profile,
+                      names).collect_schema()
+    settled = (placed.withColumn("part", part).groupBy("part")
+               .cogroup(text.withColumn("part", part).groupBy("part"))
+               .applyInArrow(lambda bet_rows, round_rows: _settle_part(
+                   bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
+                   _ddl(dict(schema))).cache())
+    in_order = ["source_file", "source_row"]
+    quarantine_schema = {**{c: pl.String for c in settlement.BET_COLUMNS}, "source_row": pl.UInt32, "reason": pl.String}
+    counts_schema = dict(settlement.bet_counts(pl.LazyFrame(schema=schema)).collect_schema())
+    counts = _collect(settled.mapInArrow(_bet_counts_in, _ddl(counts_schema)), counts_schema)
+    return {
+        "findings": _collect(settled.mapInArrow(_bet_findings_in, _ddl(FINDINGS_SCHEMA)), FINDINGS_SCHEMA).sort(in_order),
+        "quarantine": _collect(settled.mapInArrow(_bet_quarantine_in, _ddl(quarantine_schema)),
+                               quarantine_schema).sort(in_order),
+        "counted": settlement.bet_totals(counts),
+    }
+
+
+def _empty(columns: list[str]) -> pa.Table:
+    """No rows, in the shape `_read` gives (text, and 64-bit row numbers)."""
+    return pa.table({c: pa.array([], pa.int64() if c in ("source_row", "log_row") else pa.string()) for c in columns})
+
+
 def session(master: str):
     """A Spark session; under spark-submit (which starts the driver's gateway) its --master wins."""
     from pyspark.sql import SparkSession
@@ -132,7 +210,7 @@ def session(master: str):
     return spark
 
 
-def _read(spark, files: tuple[Path, ...]):
+def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log"):
     """The log as Spark sees it: contract columns as trimmed text (null when empty), `source_file`,
     `source_row` and `log_row`, which orders the rows as the polars engine reads them (file, then row)."""
     from pyspark.sql import Window
@@ -143,7 +221,7 @@ def _read(spark, files: tuple[Path, ...]):
         raw = (spark.read.parquet(str(path)) if ingest.format_of(path) == "parquet"
                else spark.read.option("header", True).option("mode", "PERMISSIVE").csv(str(path)))
         clean = {c: F.when(F.trim(F.col(f"`{c}`").cast("string")) != "", F.trim(F.col(f"`{c}`").cast("string")))
-                 if c in raw.columns else F.lit(None).cast("string") for c in TEXT_COLUMNS}
+                 if c in raw.columns else F.lit(None).cast("string") for c in ingest.columns(contract_name)}
         row = F.row_number().over(Window.orderBy("_order")).cast("long")
         frames.append(raw.withColumn("_order", F.monotonically_increasing_id()).select(
             F.lit(str(path)).alias("source_file"), row.alias("source_row"), (F.lit(index << 32) + row).alias("log_row"),
@@ -165,7 +243,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     engine does not run (bets, a mapping, a selection, a window) are refused with an InputError."""
     from pyspark.sql import functions as F
 
-    refused = [name for name, given in (("--bets", options.bets), ("--mapping", options.mapping),
+    refused = [name for name, given in (("--mapping", options.mapping or options.bets_mapping),
                                         ("--table/--shoe/--since/--until", options.selection),
                                         ("--window-start/--window-end", options.window.start or options.window.end))
                if given]
@@ -173,6 +251,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         raise InputError(f"--engine spark does not run {', '.join(refused)} yet; use --engine polars")
     started = datetime.now(UTC)
     log = ingest.scan(rounds, "round_log")  # the polars engine's one-line errors, before Spark starts
+    bet_log = ingest.scan(options.bets, "bet_log") if options.bets else None
     spark = session(master)
     try:
         text = _read(spark, log.files).cache()
@@ -206,22 +285,31 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
                     pa.table({c: pa.array([], pa.string()) for c in text.columns}), profile)), levels).collect_schema()
                 counted["fairness"] = fairness.add_up([_collect(
                     text.mapInArrow(lambda b: _cells_in(b, profile, levels), _ddl(dict(cells))), dict(cells))], levels)
+        settled = None
+        if bet_log is not None:
+            settled = _settle(spark, text, bet_log, profile, names, counted["rounds"]["rows_read"].item())
+            found.append(settled["findings"])
+            counted |= settled["counted"]
     finally:
         spark.stop()
-    return _write(log, names, counted, pl.concat(found), quarantine, options, started, Path(out_dir))
+    return _write(log, bet_log, names, counted, pl.concat(found), quarantine, settled and settled["quarantine"],
+                  options, started, Path(out_dir))
 
 
-def _write(log: ingest.Log, names: list[str], counted: dict[str, pl.DataFrame], found: pl.DataFrame,
-           quarantine: pl.DataFrame, options: polars_engine.Options, started: datetime, out_dir: Path) -> dict:
+def _write(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], counted: dict[str, pl.DataFrame],
+           found: pl.DataFrame, quarantine: pl.DataFrame, bets_quarantine: pl.DataFrame | None,
+           options: polars_engine.Options, started: datetime, out_dir: Path) -> dict:
     """The outputs the polars engine writes from the same counts and findings, published the same way."""
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
         found.write_parquet(staging / "findings.parquet")
         quarantine.write_parquet(staging / "quarantine.parquet")
+        if bets_quarantine is not None:
+            bets_quarantine.write_parquet(staging / "bets_quarantine.parquet")
         tests = polars_engine.fairness_tests(counted, options, staging)
         findings = pl.read_parquet(staging / "findings.parquet")
-        summary = polars_engine.summarize(started, log, None, names, counted, findings, tests, options)
+        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
         summary["tool"]["engine"] = "spark"
         summary["not_run"] = NOT_RUN
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
