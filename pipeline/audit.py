@@ -281,15 +281,22 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
                 summary["exit_code"] = EXIT_FLAGGED
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
-        gathered = evidence.gather(findings, log.path, [pl.scan_parquet(piece) for piece in _staged(staging)], bet_log,
-                                   options.profile)
-        (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
         imports.join()  # matplotlib must be whole before the report sets its backend
-        report.write(staging)
+        write_report(staging, findings, log, [pl.scan_parquet(piece) for piece in _staged(staging)], bet_log,
+                     options.profile)
         publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
+
+
+def write_report(staging: Path, findings: pl.DataFrame, log: ingest.Log, rounds: list[pl.LazyFrame],
+                 bet_log: ingest.Log | None, profile: str) -> None:
+    """evidence.json (the first findings of each check, explained from `rounds`, prepared rows that
+    hold at least the rounds explained) and report.html, beside the other outputs in `staging`."""
+    gathered = evidence.gather(findings, log.path, rounds, bet_log, profile)
+    (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
+    report.write(staging)
 
 
 def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:

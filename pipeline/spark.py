@@ -13,10 +13,10 @@ is arranged by Spark first:
 - settlement: bets and rounds are grouped by a part of the round_id hashes and each part is settled
   by `settlement.settle` (`cogroup().applyInArrow`), as the polars engine settles a part at a time.
 
-The driver collects what the tasks return (findings, quarantines, counts: small next to the log) and
-writes findings.parquet, quarantine.parquet, bets_quarantine.parquet, fairness.parquet and
-summary.json with the polars engine's code. Not run on Spark (yet): the Great Expectations contract,
-the evidence and the report (summary.json says so); `audit` refuses the options it does not run."""
+The driver collects what the tasks return (findings, quarantines, counts: small next to the log, and
+the few rows the evidence explains) and writes every output of the polars engine with its code. Not
+run on Spark (yet): the Great Expectations contract (summary.json says so); `audit` refuses the
+options it does not run."""
 
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import audit as polars_engine
-from pipeline import fairness, ingest, integrity, profiles, settlement
+from pipeline import evidence, fairness, ingest, integrity, profiles, settlement
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition of whole shoes for the integrity checks
-NOT_RUN = "the contract, the evidence and the report are polars-engine only"
+NOT_RUN = "the contract is polars-engine only"
 #: What the outputs need of a settled bet; the rest stays in the task.
 SETTLED = (*settlement.BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
            "expected_e12", "paid_e12")
@@ -290,15 +290,36 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
             settled = _settle(spark, text, bet_log, profile, names, counted["rounds"]["rows_read"].item())
             found.append(settled["findings"])
             counted |= settled["counted"]
+        found = pl.concat(found)
+        explained = _rows_explained(spark, text, found, bet_log, profile)
     finally:
         spark.stop()
-    return _write(log, bet_log, names, counted, pl.concat(found), quarantine, settled and settled["quarantine"],
+    return _write(log, bet_log, names, counted, found, quarantine, settled and settled["quarantine"], explained,
                   options, started, Path(out_dir))
+
+
+def _rows_explained(spark, text, found: pl.DataFrame, bet_log: ingest.Log | None, profile: str) -> pl.DataFrame:
+    """The round rows the evidence explains (see `evidence.gather`), fetched from Spark and prepared:
+    the first findings of each check, and every row of the rounds their bets were placed on. Bet rows
+    are read by `evidence.gather` itself, on the driver."""
+    from pyspark.sql import functions as F
+
+    first = found.group_by("check", maintain_order=True).head(evidence.PER_CHECK)
+    places = first.filter(pl.col("source") == "rounds").select("source_file", pl.col("source_row").cast(pl.Int64))
+    bet_places = first.filter(pl.col("source") == "bets").select("source_file", "source_row")
+    round_ids = []
+    if bet_log is not None and bet_places.height:
+        on_bets = bet_log.frame.join(bet_places.lazy(), on=["source_file", "source_row"], how="semi")
+        round_ids = ingest.collect(bet_log.path, [on_bets.select("round_id").drop_nulls()])[0]["round_id"].to_list()
+    at = text.join(spark.createDataFrame(places.to_arrow(), "source_file string, source_row bigint"),
+                   ["source_file", "source_row"], "left_semi") if places.height else text.limit(0)
+    rows = at.unionByName(text.where(F.col("round_id").isin(round_ids))) if round_ids else at
+    return _prepared(rows.toArrow(), profile).unique(["source_file", "source_row"]).collect()
 
 
 def _write(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], counted: dict[str, pl.DataFrame],
            found: pl.DataFrame, quarantine: pl.DataFrame, bets_quarantine: pl.DataFrame | None,
-           options: polars_engine.Options, started: datetime, out_dir: Path) -> dict:
+           explained: pl.DataFrame, options: polars_engine.Options, started: datetime, out_dir: Path) -> dict:
     """The outputs the polars engine writes from the same counts and findings, published the same way."""
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
@@ -313,6 +334,7 @@ def _write(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], counte
         summary["tool"]["engine"] = "spark"
         summary["not_run"] = NOT_RUN
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         polars_engine.publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,5 +1,6 @@
 """The Spark engine gives the polars engine's findings, row for row (Spark in local mode)."""
 
+import json
 import shutil
 
 import polars as pl
@@ -26,6 +27,9 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     options = audit.Options(validate=False, bets=[paths["bets_parquet"], ASSETS / "mixed_notation_bets.csv"])
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
     on_polars = audit.audit(inputs, tmp_path / "polars", options).summary
+    assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(
+        (tmp_path / "polars" / "evidence.json").read_text())
+    assert (tmp_path / "spark" / "report.html").stat().st_size > 0
     for name in ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet"):
         expected = pl.read_parquet(tmp_path / "polars" / name)
         assert pl.read_parquet(tmp_path / "spark" / name).equals(expected), name
@@ -38,7 +42,7 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
         assert on_spark[key] == on_polars[key], key
     assert all(on_spark["findings"][code] > 0 for code in ("DUPLICATE_ROUND", "CARD_COUNT", "SHOE_SEQUENCE",
                                                             "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT"))
-    assert on_spark["tool"]["engine"] == "spark" and "report" in on_spark["not_run"]
+    assert on_spark["tool"]["engine"] == "spark" and "contract" in on_spark["not_run"]
 
 
 def test_spark_refuses_what_it_does_not_run(tmp_path):
