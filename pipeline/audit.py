@@ -275,10 +275,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns,
                                                  list(bet_log.pieces(PIECE_ROWS))))
             validated = contract.validate(subjects, staging, options.window, staging / DOCS)
-            summary["contract"] = {role: validated[name] for role, name in (("rounds", "round_log"), ("bets", "bet_log"))
-                                   if name in validated}
-            if not all(result["success"] for result in summary["contract"].values()):
-                summary["exit_code"] = EXIT_FLAGGED
+            add_contract(summary, validated)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
         imports.join()  # matplotlib must be whole before the report sets its backend
@@ -288,6 +285,14 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
+
+
+def add_contract(summary: dict, validated: dict[str, dict]) -> None:
+    """The contract's result (by contract name) into the summary, by role; an unmet expectation flags."""
+    summary["contract"] = {role: validated[name] for role, name in (("rounds", "round_log"), ("bets", "bet_log"))
+                           if name in validated}
+    if not all(result["success"] for result in summary["contract"].values()):
+        summary["exit_code"] = EXIT_FLAGGED
 
 
 def write_report(staging: Path, findings: pl.DataFrame, log: ingest.Log, rounds: list[pl.LazyFrame],

@@ -97,8 +97,6 @@ def audit(
         except InputError as error:
             raise _fail(error) from None
     s = result.summary
-    if "not_run" in s:
-        typer.echo(f"On Spark; not run: {s['not_run']}.")
     typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
                f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
     if "bets_read" in s:

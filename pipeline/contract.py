@@ -116,13 +116,16 @@ class Subject:
 class _Runs:
     """One Great Expectations context: a checkpoint per suite, every run's results kept by expectation."""
 
-    def __init__(self, window: Window) -> None:
+    def __init__(self, window: Window, on_spark: bool = False) -> None:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
+        _import_gx()
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        self.logs = self.context.data_sources.add_pandas("logs")
+        self.logs = (self.context.data_sources.add_spark("logs") if on_spark
+                     else self.context.data_sources.add_pandas("logs"))
         self.parameters = {"window_start": window.start and int(window.start.timestamp()),
                            "window_end": window.end and int(window.end.timestamp())}
         self.outcomes: dict[tuple[str, int], list] = {}  # (contract, expectation index) -> results
@@ -141,21 +144,46 @@ class _Runs:
                 gx.ValidationDefinition(name=name, data=batch, suite=suite))],
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}))
 
-        def run(data: pl.DataFrame, run_name: str) -> None:
-            # Ids (the view's only text) go to GX as dense codes, equal exactly when the ids are: GX
-            # hashes every value of a batch, and hashing 1M text ids took 0.5 s and 180 MB per run.
-            ids = [c for c, dtype in data.schema.items() if dtype == pl.String]
-            coded = data.with_columns(pl.col(ids).rank("dense"))
-            done = checkpoint.run(batch_parameters={"dataframe": coded.to_pandas()},
-                                  expectation_parameters=self.parameters, run_id=RunIdentifier(run_name=run_name))
+        def run(data, run_name: str) -> None:
+            """Run on a piece (a polars view) or, on Spark, a whole view (a Spark DataFrame)."""
+            ids, batch = [], data
+            if isinstance(data, pl.DataFrame):
+                # Ids (the view's only text) go to GX as dense codes, equal exactly when the ids are: GX
+                # hashes every value of a batch, and hashing 1M text ids took 0.5 s and 180 MB per run.
+                ids = [c for c, dtype in data.schema.items() if dtype == pl.String]
+                batch = data.with_columns(pl.col(ids).rank("dense")).to_pandas()
+            done = checkpoint.run(batch_parameters={"dataframe": batch}, expectation_parameters=self.parameters,
+                                  run_id=RunIdentifier(run_name=run_name))
             (result,) = done.run_results.values()
             # GX does not keep the suite's order: match each result to its expectation by the id GX gave it.
             by_id = {r.expectation_config.id: r for r in result.results}
             for (index, expectation), added in zip(expectations, suite.expectations):
                 column = _column_of(expectation)
-                text_of = (coded.select(pl.col(column).alias("code"), data[column]) if column in ids else None)
+                text_of = (data.select(pl.col(column).rank("dense").alias("code"), column) if column in ids else None)
                 self.outcomes.setdefault((contract_name, index), []).append(_outcome(by_id[added.id], text_of))
         return run
+
+    def result(self, contract_name: str, skipped: dict[int, str]) -> dict:
+        """A contract's result: every expectation of its suite, in order, added up over the runs."""
+        report = []
+        for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
+            entry = {"type": expectation["type"], "column": _column_of(expectation),
+                     "why": expectation["meta"]["why"]}
+            entry |= ({"skipped": skipped[index]} if index in skipped
+                      else _added_up(self.outcomes[contract_name, index]))
+            report.append(entry)
+        return {"suite": contract_name, "success": all(e.get("success", True) for e in report),
+                "expectations": report}
+
+    def write_docs(self, docs_dir: Path) -> None:
+        """Data Docs of every run so far, into `docs_dir`."""
+        self.context.add_data_docs_site("audit", {
+            "class_name": "SiteBuilder",
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                              "base_directory": str(Path(docs_dir).resolve())},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        })
+        self.context.build_data_docs(site_names=["audit"])
 
 
 def _batches(frames: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
@@ -183,8 +211,6 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     Returns, by contract name, {"suite", "success", "expectations": [{type, column, why,
     success|skipped, unexpected_count, element_count, examples}]} in the suite's order.
     """
-    _import_gx()
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
     runs = _Runs(window)
     results = {}
     for subject in subjects:
@@ -210,22 +236,26 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
             for k in range(part_count):
                 run(ingest.collect(subject.label, [parts.read(folder, k)])[0],
                     f"{column} unique, part {k + 1} of {part_count}")
-        report = []
-        for index, expectation in enumerate(ingest.contract(name)["expectations"]):
-            entry = {"type": expectation["type"], "column": _column_of(expectation),
-                     "why": expectation["meta"]["why"]}
-            entry |= {"skipped": skipped[index]} if index in skipped else _added_up(runs.outcomes[name, index])
-            report.append(entry)
-        results[name] = {"suite": name, "success": all(e.get("success", True) for e in report),
-                         "expectations": report}
+        results[name] = runs.result(name, skipped)
     if docs_dir is not None:
-        runs.context.add_data_docs_site("audit", {
-            "class_name": "SiteBuilder",
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
-                              "base_directory": str(Path(docs_dir).resolve())},
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        })
-        runs.context.build_data_docs(site_names=["audit"])
+        runs.write_docs(docs_dir)
+    return results
+
+
+def validate_on_spark(views: dict[str, object], window: Window = Window(), docs_dir: Path | None = None
+                      ) -> dict[str, dict]:
+    """Run each contract's suite, in one run, on its `view` as a Spark DataFrame (contract name ->
+    view, set-valued columns as text): Spark holds the log, so nothing needs cutting. Returns what
+    `validate` returns."""
+    runs = _Runs(window, on_spark=True)
+    results = {}
+    for name, data in views.items():
+        runnable, skipped = _expectations(name, set(data.columns), window)
+        if runnable:
+            runs.suite(name, name, runnable)(data, "whole log")
+        results[name] = runs.result(name, skipped)
+    if docs_dir is not None:
+        runs.write_docs(docs_dir)
     return results
 
 

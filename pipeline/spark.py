@@ -33,14 +33,13 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import audit as polars_engine
-from pipeline import evidence, fairness, ingest, integrity, profiles, settlement
+from pipeline import contract, evidence, fairness, ingest, integrity, profiles, settlement
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition of whole shoes for the integrity checks
-NOT_RUN = "the contract is polars-engine only"
 #: What the outputs need of a settled bet; the rest stays in the task.
 SETTLED = (*settlement.BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
            "expected_e12", "paid_e12")
@@ -162,13 +161,12 @@ def _bet_counts_in(batches):
         yield from _to_batches(settlement.bet_counts(_from_spark(batch)).collect())
 
 
-def _settle(spark, text, bet_log: ingest.Log, profile: str, names: list[str], rows: int) -> dict:
+def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> dict:
     """Bets settled on Spark: bets and rounds grouped by a part of the round_id hashes (so that every
     copy of a round and its bets meet in one task), each part settled by the polars engine's code.
     Returns the bet findings, quarantine and counts (all small); the settled bets stay on Spark."""
     from pyspark.sql import functions as F
 
-    placed = _read(spark, bet_log.files, "bet_log")
     part_count = max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS))
     part = F.pmod(F.hash("round_id"), F.lit(part_count)).alias("part")
     schema = _settled(_from_spark(_empty(placed.columns)), _from_spark(_empty(text.columns)), profile,
@@ -239,63 +237,108 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
 
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
           master: str = "local[2]") -> dict:
-    """Audit a round log on Spark into `out_dir`; returns summary.json as written. Options the Spark
-    engine does not run (bets, a mapping, a selection, a window) are refused with an InputError."""
-    from pyspark.sql import functions as F
-
+    """Audit a round log on Spark into `out_dir`, as `audit.audit` does; returns summary.json as
+    written. Options the Spark engine does not run (a mapping, a selection) are refused with an
+    InputError."""
     refused = [name for name, given in (("--mapping", options.mapping or options.bets_mapping),
-                                        ("--table/--shoe/--since/--until", options.selection),
-                                        ("--window-start/--window-end", options.window.start or options.window.end))
-               if given]
+                                        ("--table/--shoe/--since/--until", options.selection)) if given]
     if refused:
         raise InputError(f"--engine spark does not run {', '.join(refused)} yet; use --engine polars")
     started = datetime.now(UTC)
     log = ingest.scan(rounds, "round_log")  # the polars engine's one-line errors, before Spark starts
     bet_log = ingest.scan(options.bets, "bet_log") if options.bets else None
-    spark = session(master)
+    if options.validate:
+        contract.preload()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
     try:
-        text = _read(spark, log.files).cache()
-        named = text.select("profile").where(F.col("profile").isNotNull()).distinct().collect()
-        names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named]},
-                                                       schema={"profile": pl.String}), log.path, options.profile)
-        profile = options.profile
-        tally = _collect(text.mapInArrow(lambda b: _tallies_in(b, profile), _ddl(TALLY_SCHEMA)), TALLY_SCHEMA)
-        counted = polars_engine.round_counts(tally)
-        per_round = _collect(text.mapInArrow(lambda b: _findings_in(b, profile), _ddl(FINDINGS_SCHEMA)), FINDINGS_SCHEMA)
-        quarantine = _collect(text.mapInArrow(lambda b: _quarantine_in(b, profile), _ddl(QUARANTINE_SCHEMA)),
-                              QUARANTINE_SCHEMA).sort("source_file", "source_row")
-        replayable = text.join(spark.createDataFrame(quarantine.select(
-            "source_file", pl.col("source_row").cast(pl.Int64)).to_arrow()),
-                               ["source_file", "source_row"], "left_anti").filter(F.col("round_id").isNotNull())
-        repeated = replayable.groupBy("round_id").count().filter(F.col("count") > 1).select("round_id")
-        copies = pl.from_arrow(replayable.join(repeated, "round_id", "left_semi").toArrow())
-        duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), profile)), DUPLICATE).collect() \
-            if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
-        found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
-        if options.across_rounds:
-            decks = {name: profiles.load(name).decks for name in names}
-            columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
-            shoes = text.repartition(max(spark.sparkContext.defaultParallelism,
-                                         -(-counted["rounds"]["rows_read"].item() // SHOE_ROWS)), "shoe_id")
-            checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started), _ddl(schema))
-            found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
-            levels = [level for level in fairness.LEVELS if level in log.columns]
-            if levels:
-                cells = fairness.observed_counts(_replayable(_prepared(
-                    pa.table({c: pa.array([], pa.string()) for c in text.columns}), profile)), levels).collect_schema()
-                counted["fairness"] = fairness.add_up([_collect(
-                    text.mapInArrow(lambda b: _cells_in(b, profile, levels), _ddl(dict(cells))), dict(cells))], levels)
-        settled = None
-        if bet_log is not None:
-            settled = _settle(spark, text, bet_log, profile, names, counted["rounds"]["rows_read"].item())
-            found.append(settled["findings"])
-            counted |= settled["counted"]
-        found = pl.concat(found)
-        explained = _rows_explained(spark, text, found, bet_log, profile)
+        spark = session(master)
+        try:
+            names, counted, explained, validated = _run(spark, log, bet_log, options, started, staging)
+        finally:
+            spark.stop()
+        tests = polars_engine.fairness_tests(counted, options, staging)
+        findings = pl.read_parquet(staging / "findings.parquet")
+        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
+        summary["tool"]["engine"] = "spark"
+        if validated is not None:
+            polars_engine.add_contract(summary, validated)
+        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
+        polars_engine.publish(staging, out_dir)
     finally:
-        spark.stop()
-    return _write(log, bet_log, names, counted, found, quarantine, settled and settled["quarantine"], explained,
-                  options, started, Path(out_dir))
+        shutil.rmtree(staging, ignore_errors=True)
+    return summary
+
+
+def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_engine.Options, started: datetime,
+         staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame, dict | None]:
+    """Every check on Spark: writes findings.parquet and the quarantines into `staging` (and the
+    contract's Data Docs), and returns the profiles used, the counts the summary needs, the rows the
+    evidence explains and the contract's result (None without the contract)."""
+    from pyspark.sql import functions as F
+
+    text = _read(spark, log.files).cache()
+    named = text.select("profile").where(F.col("profile").isNotNull()).distinct().collect()
+    names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named]},
+                                                   schema={"profile": pl.String}), log.path, options.profile)
+    profile = options.profile
+    tally = _collect(text.mapInArrow(lambda b: _tallies_in(b, profile), _ddl(TALLY_SCHEMA)), TALLY_SCHEMA)
+    counted = polars_engine.round_counts(tally)
+    rows = counted["rounds"]["rows_read"].item()
+    per_round = _collect(text.mapInArrow(lambda b: _findings_in(b, profile), _ddl(FINDINGS_SCHEMA)), FINDINGS_SCHEMA)
+    quarantine = _collect(text.mapInArrow(lambda b: _quarantine_in(b, profile), _ddl(QUARANTINE_SCHEMA)),
+                          QUARANTINE_SCHEMA).sort("source_file", "source_row")
+    quarantine.write_parquet(staging / "quarantine.parquet")
+    replayable = text.join(spark.createDataFrame(quarantine.select(
+        "source_file", pl.col("source_row").cast(pl.Int64)).to_arrow()),
+        ["source_file", "source_row"], "left_anti").filter(F.col("round_id").isNotNull())
+    repeated = replayable.groupBy("round_id").count().filter(F.col("count") > 1).select("round_id")
+    copies = pl.from_arrow(replayable.join(repeated, "round_id", "left_semi").toArrow())
+    duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), profile)), DUPLICATE).collect() \
+        if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
+    found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
+    if options.across_rounds:
+        decks = {name: profiles.load(name).decks for name in names}
+        columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
+        shoes = text.repartition(max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS)), "shoe_id")
+        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started), _ddl(schema))
+        found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
+        levels = [level for level in fairness.LEVELS if level in log.columns]
+        if levels:
+            cells = dict(fairness.observed_counts(_replayable(_prepared(_empty(text.columns), profile)),
+                                                  levels).collect_schema())
+            counted["fairness"] = fairness.add_up(
+                [_collect(text.mapInArrow(lambda b: _cells_in(b, profile, levels), _ddl(cells)), cells)], levels)
+    placed = _read(spark, bet_log.files, "bet_log") if bet_log is not None else None
+    if placed is not None:
+        settled = _settle(spark, text, placed, profile, names, rows)
+        found.append(settled["findings"])
+        settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
+        counted |= settled["counted"]
+    found = pl.concat(found)
+    found.write_parquet(staging / "findings.parquet")
+    validated = None
+    if options.validate:
+        views = {"round_log": _view(text, log.columns, "round_log")}
+        if placed is not None:
+            views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
+        validated = contract.validate_on_spark(views, options.window, staging / polars_engine.DOCS)
+    return names, counted, _rows_explained(spark, text, found, bet_log, profile), validated
+
+
+def _view(text, present: frozenset[str], contract_name: str):
+    """The contract's view of a log (`contract.view`, made by polars in each task) as a Spark DataFrame,
+    set-valued columns as text (Spark has no categoricals)."""
+    def shown(frame: pl.LazyFrame) -> pl.LazyFrame:
+        return contract.view(frame, present, contract_name).with_columns(pl.col(pl.Categorical).cast(pl.String))
+
+    def task(batches):
+        for batch in batches:
+            yield from _to_batches(shown(_from_spark(batch)).collect())
+    schema = dict(shown(_from_spark(_empty(text.columns))).collect_schema())
+    return text.mapInArrow(task, _ddl(schema))
 
 
 def _rows_explained(spark, text, found: pl.DataFrame, bet_log: ingest.Log | None, profile: str) -> pl.DataFrame:
@@ -315,30 +358,6 @@ def _rows_explained(spark, text, found: pl.DataFrame, bet_log: ingest.Log | None
                    ["source_file", "source_row"], "left_semi") if places.height else text.limit(0)
     rows = at.unionByName(text.where(F.col("round_id").isin(round_ids))) if round_ids else at
     return _prepared(rows.toArrow(), profile).unique(["source_file", "source_row"]).collect()
-
-
-def _write(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], counted: dict[str, pl.DataFrame],
-           found: pl.DataFrame, quarantine: pl.DataFrame, bets_quarantine: pl.DataFrame | None,
-           explained: pl.DataFrame, options: polars_engine.Options, started: datetime, out_dir: Path) -> dict:
-    """The outputs the polars engine writes from the same counts and findings, published the same way."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
-    try:
-        found.write_parquet(staging / "findings.parquet")
-        quarantine.write_parquet(staging / "quarantine.parquet")
-        if bets_quarantine is not None:
-            bets_quarantine.write_parquet(staging / "bets_quarantine.parquet")
-        tests = polars_engine.fairness_tests(counted, options, staging)
-        findings = pl.read_parquet(staging / "findings.parquet")
-        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
-        summary["tool"]["engine"] = "spark"
-        summary["not_run"] = NOT_RUN
-        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
-        polars_engine.publish(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return summary
 
 
 def require() -> None:

@@ -17,14 +17,14 @@ if shutil.which("java") is None:
 from pipeline import spark  # noqa: E402
 
 def test_spark_and_polars_give_the_same_outputs(tmp_path):
-    """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement) gives
-    the polars engine's findings row for row, on a generated log (several Arrow batches, shoe
+    """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement, the
+    contract) gives the polars engine's results row for row, on a generated log (several Arrow batches, shoe
     partitions and parts of the round_ids per task, faults of every kind) and the hand-written one
     (rows and bets that cannot be used, mixed notation)."""
     log = generate.generate(25_000, seed=51, fault_rate=0.02, tables=3, with_bets=True)
     paths = generate.write(log, tmp_path / "log")
     inputs = [str(paths["parquet"]), str(ASSETS / "mixed_notation.csv")]
-    options = audit.Options(validate=False, bets=[paths["bets_parquet"], ASSETS / "mixed_notation_bets.csv"])
+    options = audit.Options(bets=[paths["bets_parquet"], ASSETS / "mixed_notation_bets.csv"])
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
     on_polars = audit.audit(inputs, tmp_path / "polars", options).summary
     assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(
@@ -42,7 +42,17 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
         assert on_spark[key] == on_polars[key], key
     assert all(on_spark["findings"][code] > 0 for code in ("DUPLICATE_ROUND", "CARD_COUNT", "SHOE_SEQUENCE",
                                                             "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT"))
-    assert on_spark["tool"]["engine"] == "spark" and "contract" in on_spark["not_run"]
+    # A uniqueness expectation's examples are some of the repeated ids, in whichever order GX meets them.
+    repeated = set(pl.read_parquet(tmp_path / "polars" / "findings.parquet")
+                   .filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"])
+    for role in ("rounds", "bets"):
+        for met_on_spark, met_on_polars in zip(on_spark["contract"][role]["expectations"],
+                                               on_polars["contract"][role]["expectations"], strict=True):
+            if met_on_spark["type"] == "expect_column_values_to_be_unique":
+                assert set(met_on_spark.pop("examples")) | set(met_on_polars.pop("examples")) <= repeated
+            assert met_on_spark == met_on_polars
+    assert on_spark["contract"]["rounds"]["success"] is False  # the hand-written log breaks it
+    assert on_spark["tool"]["engine"] == "spark" and (tmp_path / "spark" / "contract" / "index.html").is_file()
 
 
 def test_spark_refuses_what_it_does_not_run(tmp_path):
