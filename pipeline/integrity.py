@@ -136,37 +136,40 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
 def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect) -> list[_WriteUp]:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
-    Each card position (burn and cancelled lists first, then the deal order) gives one small frame of
-    (round, card key, decks), the key one integer per (shoe code, card). Cards are counted per key
-    piece by piece and the counts added up; only the rare keys over their decks are then put in deal
-    order, and only the rounds found are joined back to their place in the log. Every query reads one
-    piece, so memory stays bounded.
+    Each piece gives one frame of the cards it shows, one row per card (burned and cancelled cards
+    first, when the log lists them, then the deal order): its round, its place in the round, and a key,
+    one integer per (shoe code, card). Cards are counted per key piece by piece and the counts added
+    up; only the rare keys over their decks are then put in deal order, and only the rounds found are
+    joined back to their place in the log. Every query reads one piece, so memory stays bounded.
     """
-    def positions(frame: pl.LazyFrame) -> list[pl.LazyFrame]:
-        dealt = [pl.col(ingest.code_column(c)).alias(c) for c in DEAL_ORDER]
+    def shown(frame: pl.LazyFrame) -> pl.LazyFrame:
         # Unreadable entries of a burn or cancelled list parse to null and are not counted.
-        extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())).alias(c)
-                 for c in listed]
+        extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
+        dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
+        # Each card column is named by its place in the round, which unpivot turns into `position`.
+        at = {str(i): column for i, column in enumerate([*extra, *dealt])}
+        index = ["log_row", "hand", "decks", "shoe_key"]
         in_shoes = frame.join(shoes.lazy(), on="shoe_id").select(
-            "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), *extra, *dealt)
-        return [
-            (in_shoes.explode(column) if column in listed else in_shoes).select(
-                "log_row", "hand", "decks", position=pl.lit(i, pl.UInt8), card=pl.col(column),
-                key=pl.col("shoe").cast(pl.UInt64) * 128 + pl.col(column))  # card codes are below 128
-            .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
-            for i, column in enumerate([*listed, *DEAL_ORDER])
-        ]
+            "log_row", _hand(), pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * 128,
+            **at)  # card codes are below 128
+        listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
+                        for i in range(len(listed))]
+        dealt_cards = in_shoes.select(*index, *list(at)[len(listed):]).unpivot(
+            index=index, variable_name="position", value_name="card")  # 2x faster than a concat per column
+        return (pl.concat([*listed_cards, dealt_cards])
+                .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
+                .select("log_row", "hand", "decks", "card", position=pl.col("position").cast(pl.UInt8),
+                        key=pl.col("shoe_key") + pl.col("card")))
 
-    counts = _each(pieces, lambda piece: pl.concat([cards_at.select("key", "decks") for cards_at in positions(piece)])
-                   .group_by("key").agg(pl.len().alias("count"), pl.col("decks").first()), collect)
+    counts = _each(pieces, lambda piece: shown(piece).group_by("key").agg(pl.len().alias("count"),
+                                                                         pl.col("decks").first()), collect)
     parts = len(pieces)  # the partial counts are added up a part of the keys at a time, for memory
     excess = pl.concat([
         counts.lazy().filter(pl.col("key") % parts == part).group_by("key")
         .agg(pl.col("count").sum(), pl.col("decks").first())
         .filter(pl.col("count") > pl.col("decks")).select("key").collect()
-        for part in range(parts)]).lazy()
-    candidates = _each(pieces, lambda piece: pl.concat([cards_at.join(excess, on="key", how="semi")
-                                                        for cards_at in positions(piece)]), collect)
+        for part in range(parts)])["key"].implode()
+    candidates = _each(pieces, lambda piece: shown(piece).filter(pl.col("key").is_in(excess)), collect)
     found = (candidates.lazy()
              .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
              .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
