@@ -70,11 +70,10 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     The expectation of a group is the sum over its cells of rounds x p (p from the cell's profile), so
     this works on the few collected cells, not on the rounds.
     """
-    chances = {profile: probabilities(decks) for profile, decks in decks_of.items()}
-    with_chances = cells.with_columns(**{
-        f"p_{s}": pl.col("profile").replace_strict({p: c[s] for p, c in chances.items()}, return_dtype=pl.Float64)
-        for s in STATISTICS
-    })
+    chances = pl.DataFrame([{"profile": profile, **{f"p_{s}": p for s, p in probabilities(decks).items()}}
+                            for profile, decks in decks_of.items()],
+                           schema={"profile": pl.String, **{f"p_{s}": pl.Float64 for s in STATISTICS}})
+    with_chances = cells.join(chances, on="profile", how="left", maintain_order="left")
     frames = []
     for level in levels:
         aggregates = [pl.col("rounds").sum()]

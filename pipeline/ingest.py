@@ -172,7 +172,7 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
     return label, list(dict.fromkeys(files))
 
 
-def _hive_values(path: Path) -> dict[str, str]:
+def hive_values(path: Path) -> dict[str, str]:
     """key=value folders above a file (Hive partitioning), as column values."""
     return dict(part.split("=", 1) for part in path.parent.parts if "=" in part)
 
@@ -263,7 +263,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
         names = [renames.get(name, name) for name in names]
         dtypes = {renames.get(name, name): dtype for name, dtype in dtypes.items()}
-    partitions = {k: v for k, v in _hive_values(path).items() if k in columns(contract_name) and k not in names}
+    partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
         hint = "" if mapping else "; --mapping renames a provider's columns"

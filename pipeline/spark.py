@@ -13,10 +13,13 @@ is arranged by Spark first:
 - settlement: bets and rounds are grouped by a part of the round_id hashes and each part is settled
   by `settlement.settle` (`cogroup().applyInArrow`), as the polars engine settles a part at a time.
 
-The driver collects what the tasks return (findings, quarantines, counts: small next to the log, and
-the few rows the evidence explains) and writes every output of the polars engine with its code. Not
-run on Spark (yet): the Great Expectations contract (summary.json says so); `audit` refuses the
-options it does not run."""
+- the contract: each task makes the contract's view of its batch, which Great Expectations validates
+  as a Spark DataFrame.
+
+Logs are read as `ingest.scan` reads them (mappings, Hive folder values, a selection decided by the
+polars engine's own predicate in each task). The driver collects what the tasks return (findings,
+quarantines, counts: small next to the log, and the few rows the evidence explains) and writes every
+output of the polars engine with its code."""
 
 from __future__ import annotations
 
@@ -116,9 +119,10 @@ def _cells_in(batches, profile: str, levels: list[str]):
 
 def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozenset[str], started: datetime):
     """mapInArrow task on a partition of whole shoes: its integrity findings (with their `kind`)."""
-    table = pa.Table.from_batches(list(batches))
-    if table.num_rows == 0:
+    batches = list(batches)
+    if not batches:  # a partition no shoe hashed to
         return
+    table = pa.Table.from_batches(batches)
     rounds = _replayable(_prepared(table, profile))
     by_profile = pl.LazyFrame({"profile": list(decks), "decks": list(decks.values())},
                               schema={"profile": pl.String, "decks": pl.Int64})
@@ -208,9 +212,11 @@ def session(master: str):
     return spark
 
 
-def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log"):
-    """The log as Spark sees it: contract columns as trimmed text (null when empty), `source_file`,
-    `source_row` and `log_row`, which orders the rows as the polars engine reads them (file, then row)."""
+def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapping: ingest.Mapping | None = None):
+    """The log as Spark sees it, shaped as `ingest.scan` shapes it: the mapping's renames and value
+    translations, contract columns as text stripped of white space (null when empty; a column a file
+    lacks from its Hive folder names, or null), `source_file`, `source_row` and `log_row`, which orders
+    the rows as the polars engine reads them (file, then row)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -218,16 +224,43 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log"):
     for index, path in enumerate(files):
         raw = (spark.read.parquet(str(path)) if ingest.format_of(path) == "parquet"
                else spark.read.option("header", True).option("mode", "PERMISSIVE").csv(str(path)))
-        clean = {c: F.when(F.trim(F.col(f"`{c}`").cast("string")) != "", F.trim(F.col(f"`{c}`").cast("string")))
-                 if c in raw.columns else F.lit(None).cast("string") for c in ingest.columns(contract_name)}
+        if mapping is not None:
+            raw = raw.withColumnsRenamed({k: v for k, v in mapping.columns.items() if k in raw.columns})
+        folders = ingest.hive_values(path)
+
+        def text(column: str):
+            if column not in raw.columns:
+                return F.lit(folders.get(column)).cast("string")
+            # Unicode white space, as polars' strip_chars; numbers become text as they are.
+            value = raw.schema[column].dataType.typeName() != "string"
+            stripped = F.col(f"`{column}`").cast("string")
+            stripped = stripped if value else F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
+            return F.when(stripped != "", stripped)
         row = F.row_number().over(Window.orderBy("_order")).cast("long")
-        frames.append(raw.withColumn("_order", F.monotonically_increasing_id()).select(
+        frame = raw.withColumn("_order", F.monotonically_increasing_id()).select(
             F.lit(str(path)).alias("source_file"), row.alias("source_row"), (F.lit(index << 32) + row).alias("log_row"),
-            F.lit(None).cast("string").alias("malformed"), *(expr.alias(c) for c, expr in clean.items())))
+            F.lit(None).cast("string").alias("malformed"), *(text(c).alias(c) for c in ingest.columns(contract_name)))
+        if mapping is not None:
+            for column, table in mapping.values.items():
+                if column in ingest.columns(contract_name):
+                    frame = frame.replace(table, subset=[column])
+        frames.append(frame)
     log = frames[0]
     for frame in frames[1:]:
         log = log.unionByName(frame)
     return log
+
+
+def _selected(text, selection: ingest.Selection):
+    """The rows a selection keeps, decided in each task by the polars engine's own predicate (the same
+    reading of dealt_at)."""
+    if not selection:
+        return text
+
+    def task(batches):
+        for batch in batches:
+            yield from pl.from_arrow(batch).filter(selection.predicate()).to_arrow().cast(batch.schema).to_batches()
+    return text.mapInArrow(task, text.schema)
 
 
 def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -237,16 +270,12 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
 
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
           master: str = "local[2]") -> dict:
-    """Audit a round log on Spark into `out_dir`, as `audit.audit` does; returns summary.json as
-    written. Options the Spark engine does not run (a mapping, a selection) are refused with an
-    InputError."""
-    refused = [name for name, given in (("--mapping", options.mapping or options.bets_mapping),
-                                        ("--table/--shoe/--since/--until", options.selection)) if given]
-    if refused:
-        raise InputError(f"--engine spark does not run {', '.join(refused)} yet; use --engine polars")
+    """Audit a round log on Spark into `out_dir`, as `audit.audit` does with the same options (the
+    progress display aside); returns summary.json as written."""
     started = datetime.now(UTC)
-    log = ingest.scan(rounds, "round_log")  # the polars engine's one-line errors, before Spark starts
-    bet_log = ingest.scan(options.bets, "bet_log") if options.bets else None
+    # The polars engine's one-line errors, before Spark starts; and the columns the log has.
+    log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
+    bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
@@ -279,7 +308,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     evidence explains and the contract's result (None without the contract)."""
     from pyspark.sql import functions as F
 
-    text = _read(spark, log.files).cache()
+    text = _selected(_read(spark, log.files, mapping=options.mapping), options.selection).cache()
     named = text.select("profile").where(F.col("profile").isNotNull()).distinct().collect()
     names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named]},
                                                    schema={"profile": pl.String}), log.path, options.profile)
@@ -311,7 +340,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
                                                   levels).collect_schema())
             counted["fairness"] = fairness.add_up(
                 [_collect(text.mapInArrow(lambda b: _cells_in(b, profile, levels), _ddl(cells)), cells)], levels)
-    placed = _read(spark, bet_log.files, "bet_log") if bet_log is not None else None
+    placed = _read(spark, bet_log.files, "bet_log", options.bets_mapping) if bet_log is not None else None
     if placed is not None:
         settled = _settle(spark, text, placed, profile, names, rows)
         found.append(settled["findings"])

@@ -160,3 +160,11 @@ def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
     result = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
     assert result.summary["findings"]["DUPLICATE_ROUND"] == result.summary["rows_read"] == 12000
     assert result.summary["rounds_flagged"] == 12000
+
+
+def test_a_selection_that_matches_nothing_audits_nothing_cleanly(tmp_path):
+    data = ASSETS.parent.parent / "data"
+    result = audit.audit(data / "rounds.csv", tmp_path, audit.Options(
+        validate=False, selection=ingest.Selection(tables=("NO-SUCH-TABLE",))))
+    assert (result.summary["rows_read"], result.summary["rounds_flagged"], result.exit_code) == (0, 0, 0)
+    assert result.summary["fairness"]["tables"] == [] and (tmp_path / "report.html").is_file()

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -55,21 +56,32 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     assert on_spark["tool"]["engine"] == "spark" and (tmp_path / "spark" / "contract" / "index.html").is_file()
 
 
-def test_spark_refuses_what_it_does_not_run(tmp_path):
-    from pipeline.errors import InputError
+def _same_outputs(spark_dir, polars_dir) -> None:
+    for name in ("findings.parquet", "quarantine.parquet"):
+        assert pl.read_parquet(spark_dir / name).equals(pl.read_parquet(polars_dir / name)), name
+    on_spark, on_polars = (json.loads((d / "summary.json").read_text()) for d in (spark_dir, polars_dir))
+    for key in ("rows_read", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs", "selection"):
+        assert on_spark[key] == on_polars[key], key
 
-    with pytest.raises(InputError, match="--engine spark does not run --mapping"):
-        spark.audit([str(ASSETS / "mixed_notation.csv")], tmp_path,
-                    audit.Options(mapping=ingest.load_mapping("provider-b")), master="local[1]")
 
+def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
+    """A provider's mapping, a selection, and a Hive folder that names the table: Spark sees the same rows."""
+    data = ASSETS.parent.parent / "data"
+    narrowed = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"),
+                             selection=ingest.Selection(shoes=("T01-S0001", "T01-S0003"),
+                                                        until=datetime(2026, 11, 1, 19, 30, tzinfo=UTC)))
+    for engine, run in (("spark", lambda out, o: spark.audit([str(data / "provider_b_rounds.csv")], out, o)),
+                        ("polars", lambda out, o: audit.audit([str(data / "provider_b_rounds.csv")], out, o))):
+        run(tmp_path / f"narrowed_{engine}", narrowed)
+    _same_outputs(tmp_path / "narrowed_spark", tmp_path / "narrowed_polars")
+    assert 0 < json.loads((tmp_path / "narrowed_spark" / "summary.json").read_text())["rows_read"] < 300
 
-def test_the_cli_refuses_a_selection_on_spark_in_one_line(tmp_path):
-    from typer.testing import CliRunner
-
-    from pipeline.cli import app
-
-    result = CliRunner().invoke(app, ["audit", str(ASSETS / "mixed_notation.csv"), "--engine", "spark",
-                                      "--table", "T01", "--out", str(tmp_path)])
-    assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [
-        "error: --engine spark does not run --table/--shoe/--since/--until yet; use --engine polars"]
+    rounds = pl.read_parquet(data / "rounds.parquet")
+    for (table,), rows in rounds.group_by("table_id"):
+        (tmp_path / "hive" / f"table_id={table}").mkdir(parents=True)
+        rows.drop("table_id").write_parquet(tmp_path / "hive" / f"table_id={table}" / "rounds.parquet")
+    plain = audit.Options(validate=False)
+    spark.audit(tmp_path / "hive", tmp_path / "hive_spark", plain)
+    audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
+    _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
+    assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
