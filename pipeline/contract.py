@@ -3,9 +3,10 @@
 GX has no polars engine, so polars hands it a view of the log made for cheap checking: only the
 columns the suite reads, text values that belong to a small set upper-cased and dictionary-encoded
 (pandas categoricals: GX's set checks and its batch hashing then touch a few distinct values, not
-every row), ids as dense integer codes, amounts as integers of 1/10,000 and `dealt_at` as UTC epoch
-seconds (GX compares numbers vectorized, but maps a Python function over every timestamp). The view
-goes to GX a batch of rows at a time (see `validate`), so that its memory does not grow with the log.
+every row), amounts as integers of 1/10,000 and `dealt_at` as UTC epoch seconds (GX compares numbers
+vectorized, but maps a Python function over every timestamp); on pandas, ids as dense integer codes.
+The view goes to GX a batch of rows at a time (see `validate`), so that its memory does not grow
+with the log; on Spark (`validate_on_spark`), whole.
 Row-level findings and quarantine stay with polars; GX gives the declared contract, a summary per
 expectation, and Data Docs."""
 
@@ -197,16 +198,30 @@ def _batches(frames: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
         yield frame
 
 
+def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.DataFrame, str]]:
+    """One column of a log a part at a time, every copy of a value in the same part (see
+    `pipeline.parts`), each part with a run name; parts of about BATCH_ROWS rows."""
+    folder = scratch / f"{subject.contract_name}.{column}"
+    folder.mkdir()
+    rows = sum(count.item() for count in ingest.collect(subject.label, [p.select(pl.len()) for p in subject.pieces]))
+    part_count = max(1, -(-rows // BATCH_ROWS))
+    part = parts.part_of(pl.col(column), part_count)
+    for i, piece in enumerate(subject.pieces):
+        ingest.collect(subject.label, [parts.write(piece.select(column), part, folder / f"{i:06d}.parquet")])
+    for k in range(part_count):
+        yield ingest.collect(subject.label, [parts.read(folder, k)])[0], f"{column} unique, part {k + 1} of {part_count}"
+
+
 def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
              docs_dir: Path | None = None) -> dict[str, dict]:
     """Run each subject's suite on it; write Data Docs of every run to `docs_dir` when given.
     `scratch` is an empty folder to work in.
 
-    GX holds what it checks in pandas, several copies deep (2.5 GB for a 10M-round log), so it is
-    handed one piece at a time: every expectation about single values runs on each piece of the log,
-    and a uniqueness expectation on each part of its column (equal values share a part, see
-    `pipeline.parts`). Counts add up over the runs, an expectation is met when it is met in every
-    run, and Data Docs show one page per run.
+    GX holds what it checks in pandas, several copies deep (4.6 GiB for the whole of a 10M-round
+    log), so it is handed a batch of BATCH_ROWS rows at a time: every expectation about single values
+    runs on each batch of the log, and a uniqueness expectation on each part of its column (see
+    `_parts`). Counts add up over the runs, an expectation is met when it is met in every run, and
+    Data Docs show one page per run.
 
     Returns, by contract name, {"suite", "success", "expectations": [{type, column, why,
     success|skipped, unexpected_count, element_count, examples}]} in the suite's order.
@@ -214,8 +229,8 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     runs = _Runs(window)
     results = {}
     for subject in subjects:
-        name, pieces = subject.contract_name, subject.pieces
-        views = [view(piece, subject.present, name) for piece in pieces]
+        name = subject.contract_name
+        views = [view(piece, subject.present, name) for piece in subject.pieces]
         runnable, skipped = _expectations(name, set(views[0].collect_schema().names()), window)
         single = [(index, e) for index, e in runnable if not _is_unique(e)]
         if single:
@@ -224,18 +239,9 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
                 run(data, f"rows {first}-{first + data.height - 1}")
                 first += data.height
         for index, expectation in ((i, e) for i, e in runnable if _is_unique(e)):
-            column = _column_of(expectation)
-            folder = scratch / f"{name}.{column}"
-            folder.mkdir()
-            rows = sum(count.item() for count in ingest.collect(subject.label, [p.select(pl.len()) for p in pieces]))
-            part_count = max(1, -(-rows // BATCH_ROWS))
-            part = parts.part_of(pl.col(column), part_count)
-            for i, piece in enumerate(pieces):
-                ingest.collect(subject.label, [parts.write(piece.select(column), part, folder / f"{i:06d}.parquet")])
-            run = runs.suite(name, f"{name} {column} unique", [(index, expectation)])
-            for k in range(part_count):
-                run(ingest.collect(subject.label, [parts.read(folder, k)])[0],
-                    f"{column} unique, part {k + 1} of {part_count}")
+            run = runs.suite(name, f"{name} {_column_of(expectation)} unique", [(index, expectation)])
+            for data, run_name in _parts(subject, _column_of(expectation), scratch):
+                run(data, run_name)
         results[name] = runs.result(name, skipped)
     if docs_dir is not None:
         runs.write_docs(docs_dir)

@@ -265,7 +265,7 @@ def _selected(text, selection: ingest.Selection):
 
 def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """A Spark DataFrame a task wrote, back on the driver with the polars engine's types."""
-    return pl.from_arrow(frame.toArrow()).cast(schema) if not frame.isEmpty() else pl.DataFrame(schema=schema)
+    return pl.from_arrow(frame.toArrow()).cast(schema)
 
 
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
