@@ -81,13 +81,23 @@ def case_of(bet_type: str, facts: dict) -> str:
 
 
 def case_expr(bet_type: pl.Expr) -> pl.Expr:
-    """Vectorized evaluator: the case of every bet, from a `bet_type` column and the fact columns."""
+    """Vectorized evaluator: the case of every bet, from a `bet_type` column and the fact columns.
+
+    Text is handled as Enum codes: the bet type and the result are compared as codes (unknown text
+    becomes null, which no case matches) and each branch yields a code, turned into text once. The
+    chain visits every bet some 35 times, and with text at each step it took 0.8 s per 1M bets.
+    """
+    results = sorted({needs["result"] for cases in CASES.values() for _, needs in cases if "result" in needs})
+    names = pl.Enum(sorted({case for cases in CASES.values() for case, _ in cases}))
+    typed = {"bet_type": bet_type.cast(pl.Enum(BET_TYPES), strict=False),
+             "result": pl.col("result").cast(pl.Enum(results), strict=False)}
     chain = None
     for bet, cases in CASES.items():
         for case, needs in cases:
-            holds = reduce(lambda a, b: a & b, (pl.col(k) == v for k, v in needs.items()), bet_type == bet)
-            chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case))
-    return chain.otherwise(None)
+            holds = reduce(lambda a, b: a & b, (typed.get(k, pl.col(k)) == v for k, v in needs.items()),
+                           typed["bet_type"] == bet)
+            chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case, dtype=names))
+    return chain.otherwise(None).cast(pl.String)
 
 
 def facts_expr() -> dict[str, pl.Expr]:

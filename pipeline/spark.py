@@ -43,9 +43,6 @@ from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition of whole shoes for the integrity checks
-#: What the outputs need of a settled bet; the rest stays in the task.
-SETTLED = (*settlement.BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
-           "expected_e12", "paid_e12")
 
 QUARANTINE_SCHEMA = {**{c: pl.String for c in polars_engine.QUARANTINE_COLUMNS}, "source_row": pl.UInt32,
                      "reason": pl.String}
@@ -132,7 +129,7 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
     """The bets of some round_ids settled against every row of the round log with those round_ids,
-    as the polars engine settles a part (`audit._settle`), keeping what the outputs need."""
+    as the polars engine settles a part (`audit._settle`)."""
     rounds = polars_engine.prepared(round_rows, profile)
     replayable = _replayable(rounds)
     duplicated = (replayable.group_by("round_id").agg(pl.len().alias("copies").cast(pl.UInt32))
@@ -140,7 +137,7 @@ def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, nam
     facts = settlement.round_facts(replayable, duplicated)
     facts = pl.concat([facts, settlement.duplicated_facts(duplicated, facts.collect_schema())])
     quarantined = rounds.filter(pl.col("reject").is_not_null())
-    return settlement.settle(bet_rows, facts, quarantined, names).select(SETTLED)
+    return settlement.settle(bet_rows, facts, quarantined, names)
 
 
 def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: list[str]) -> pa.Table:
