@@ -168,7 +168,7 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
 
 
 def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
-                names: list[str], options: Options, run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+                names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
     """Settle the bets (see `_settle`), write their findings and quarantine; returns their counts."""
     _settle(bet_log, label, pieces, copies, pl.scan_parquet(staging / "quarantine.parquet"), names, run, staging)
     settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
@@ -243,7 +243,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
             counted["fairness"] = fairness.add_up(
                 [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     if bet_log is not None:
-        counted |= _check_bets(bet_log, label, pieces, copies, names, options, run, staging)
+        counted |= _check_bets(bet_log, label, pieces, copies, names, run, staging)
     _merge_findings(staging)
     return counted
 
@@ -347,8 +347,9 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
 
 
 def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
-             counted: dict[str, pl.DataFrame], findings: pl.DataFrame, tests: pl.DataFrame | None,
-             options: Options) -> dict:
+              counted: dict[str, pl.DataFrame], findings: pl.DataFrame, tests: pl.DataFrame | None,
+              options: Options) -> dict:
+    """summary.json of a run (either engine), from its counts, findings and fairness tests."""
     rounds = counted["rounds"].row(0, named=True)
     by_check = dict(findings.group_by("check").len().iter_rows())
     codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(("SETTLEMENT",) if bet_log is not None else ()))
