@@ -1,6 +1,6 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
 Python replay), with and without the Great Expectations contract, the checks across rounds (integrity
-and fairness) and the settlement of the bets, on generated logs.
+and fairness) and the settlement of the bets, and the nightly job with all of them, on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
@@ -72,6 +72,8 @@ def one(task: str, path: Path, out: Path) -> dict:
         audit.audit(path, out, audit.Options(validate=False, bets=bets))
     elif task == "audit+contract":
         audit.audit(path, out)
+    elif task == "nightly":  # the default job: bets settled and both contracts checked
+        audit.audit(path, out, audit.Options(bets=bets))
     elif task == "row-by-row":
         row_by_row(path)
     seconds = time.perf_counter() - start
@@ -100,7 +102,7 @@ def main() -> None:
           f"polars {pl.__version__}")
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
-        tasks = ["read", "audit-per-round", "audit", "audit+bets", "audit+contract"]
+        tasks = ["read", "audit-per-round", "audit", "audit+bets", "audit+contract", "nightly"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}

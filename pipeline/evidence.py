@@ -27,18 +27,19 @@ def _rows(label: Path, frames: list[pl.LazyFrame], places: list[tuple[str, int]]
                                                                         how="semi")])[0].to_dicts()}
 
 
-def gather(findings: pl.DataFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
-           default_profile: str, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
+def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
+           default_profile: str, piece_rows: int, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
     """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
 
     `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`, in pieces that are
-    read one at a time.
+    read one at a time; the bet log is read in pieces of `piece_rows` (one scan of 20M bets read ahead
+    by hundreds of megabytes).
     """
-    first = findings.group_by("check", maintain_order=True).head(per_check)
+    first = findings.group_by("check", maintain_order=True).head(per_check).collect()
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
-    bet_rows = (_rows(bet_log.path, [bet_log.frame], list(on_bets.select(place).iter_rows()))
+    bet_rows = (_rows(bet_log.path, list(bet_log.pieces(piece_rows)), list(on_bets.select(place).iter_rows()))
                 if on_bets.height else {})
     round_ids = {row["round_id"] for row in bet_rows.values()}
     wanted = _rows(label, rounds, list(on_rounds.select(place).iter_rows()))

@@ -38,7 +38,7 @@ def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -
     return pl.concat(per_check).sort("source_file", "source_row", "order").drop("order").cast(FINDINGS_SCHEMA)
 
 
-def in_log_order(found: pl.DataFrame) -> pl.DataFrame:
+def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     """Round findings by file and row, and within a round in the order of `CHECKS`."""
     order = {check.code: i for i, check in enumerate(CHECKS)}
     return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))

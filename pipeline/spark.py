@@ -285,7 +285,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         finally:
             spark.stop()
         tests = polars_engine.fairness_tests(counted, options, staging)
-        findings = pl.read_parquet(staging / "findings.parquet")
+        findings = pl.scan_parquet(staging / "findings.parquet")
         summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
         summary["tool"]["engine"] = "spark"
         if validated is not None:
