@@ -357,7 +357,9 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
     codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(("SETTLEMENT",) if bet_log is not None else ()))
     checks = {c.code: "ran" if c.needs is None or c.needs in log.columns
               else f"skipped: the log has no {c.needs} column" for c in CHECKS}
-    checks |= integrity.requirements(log.columns, rounds["suited_cards"])
+    # Without rounds there are no cards to tell suits by: CARD_COUNT ran, on nothing.
+    audited = rounds["rows_read"] - rounds["rows_quarantined"]
+    checks |= integrity.requirements(log.columns, rounds["suited_cards"] if audited else 1)
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     if not options.across_rounds:
         checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
