@@ -50,11 +50,6 @@ def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
     return replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")), dealt_utc=ingest.timestamp(pl.col("dealt_at")))
 
 
-def replayable(parsed: pl.LazyFrame) -> pl.LazyFrame:
-    """Rows fit to replay, with card values beside their codes, replayed."""
-    return replayed(parsed.filter(pl.col("reject").is_null()))
-
-
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
