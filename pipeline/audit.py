@@ -147,11 +147,9 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
     bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
     part_count = max(len(pieces), -(-bets_read // PIECE_ROWS))
     part = parts.part_of(pl.col("round_id"), part_count)
-    duplicated = copies.group_by("round_id").agg(pl.len().alias("copies")).filter(pl.col("copies") > 1)
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_log.pieces(PIECE_ROWS)]
-    facts = [settlement.round_facts(piece, duplicated) for piece in pieces]
-    facts.append(settlement.duplicated_facts(duplicated, facts[0].collect_schema()))
-    by_part += [("facts.parts", label, frame) for frame in facts]
+    by_part += [("facts.parts", label, frame)
+                for frame in settlement.facts_of(pieces, settlement.duplicated_ids(copies))]
     for folder in ("bets.parts", "facts.parts", STAGED_BETS):
         (staging / folder).mkdir()
     for i, (folder, read_from, frame) in enumerate(by_part):

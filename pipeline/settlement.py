@@ -82,6 +82,20 @@ def duplicated_facts(duplicated: pl.DataFrame, schema: pl.Schema) -> pl.LazyFram
     return pl.concat([pl.LazyFrame(schema=schema), copies], how="diagonal")
 
 
+def duplicated_ids(rounds: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """(round_id, copies) of the round_ids on more than one of these rows (replayable rounds, or the
+    copies the duplicate check found among them)."""
+    return (rounds.lazy().group_by("round_id").agg(pl.len().cast(pl.UInt32).alias("copies"))
+            .filter(pl.col("copies") > 1).collect())
+
+
+def facts_of(pieces: list[pl.LazyFrame], duplicated: pl.DataFrame) -> list[pl.LazyFrame]:
+    """The facts bets are settled against: each piece's rounds on one row (`round_facts`), then the
+    duplicated round_ids (`duplicated_facts`)."""
+    facts = [round_facts(piece, duplicated) for piece in pieces]
+    return [*facts, duplicated_facts(duplicated, facts[0].collect_schema())]
+
+
 def _amount_reason(column: str, positive: bool) -> pl.Expr:
     raw, value = pl.col(column), pl.col(f"{column}_e4")
     return (

@@ -132,10 +132,7 @@ def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, nam
     as the polars engine settles a part (`audit._settle`)."""
     rounds = polars_engine.prepared(round_rows, profile)
     replayable = _replayable(rounds)
-    duplicated = (replayable.group_by("round_id").agg(pl.len().alias("copies").cast(pl.UInt32))
-                  .filter(pl.col("copies") > 1).collect())
-    facts = settlement.round_facts(replayable, duplicated)
-    facts = pl.concat([facts, settlement.duplicated_facts(duplicated, facts.collect_schema())])
+    facts = pl.concat(settlement.facts_of([replayable], settlement.duplicated_ids(replayable)))
     quarantined = rounds.filter(pl.col("reject").is_not_null())
     return settlement.settle(bet_rows, facts, quarantined, names)
 
