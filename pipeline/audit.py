@@ -144,10 +144,10 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
     are first written by part (see `pipeline.parts`), then joined one part at a time.
     """
-    bets_read = run.frame(bet_log.frame.select(pl.len()), bet_log.path).item()
-    part_count = max(len(pieces), -(-bets_read // PIECE_ROWS))
+    bet_pieces = list(bet_log.pieces(PIECE_ROWS))  # counted from Parquet metadata or CSV line ends
+    part_count = max(len(pieces), len(bet_pieces))  # a part holds about a piece of either log
     part = parts.part_of(pl.col("round_id"), part_count)
-    by_part = [("bets.parts", bet_log.path, piece) for piece in bet_log.pieces(PIECE_ROWS)]
+    by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, frame)
                 for frame in settlement.facts_of(pieces, settlement.duplicated_ids(copies))]
     for folder in ("bets.parts", "facts.parts", STAGED_BETS):
