@@ -42,7 +42,7 @@ from pipeline.errors import InputError
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
-SHOE_ROWS = 1_000_000  # rows per partition of whole shoes for the integrity checks
+SHOE_ROWS = 1_000_000  # rows per partition (of whole shoes, or of round_ids for settlement)
 
 QUARANTINE_SCHEMA = {**{c: pl.String for c in polars_engine.QUARANTINE_COLUMNS}, "source_row": pl.UInt32,
                      "reason": pl.String}
@@ -165,8 +165,7 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
     Returns the bet findings, quarantine and counts (all small); the settled bets stay on Spark."""
     from pyspark.sql import functions as F
 
-    part_count = max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS))
-    part = F.pmod(F.hash("round_id"), F.lit(part_count)).alias("part")
+    part = F.pmod(F.hash("round_id"), F.lit(_partitions(spark, rows))).alias("part")
     schema = _settled(_from_spark(_empty(placed.columns)), _from_spark(_empty(text.columns)), profile,
                       names).collect_schema()
     settled = (placed.withColumn("part", part).groupBy("part")
@@ -184,6 +183,12 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
                                quarantine_schema).sort(in_order),
         "counted": settlement.bet_totals(counts),
     }
+
+
+def _partitions(spark, rows: int) -> int:
+    """How many groups a log of `rows` rows is split into for a task each: one per core at least,
+    and one per SHOE_ROWS rows, so that a task holds about a piece of the log."""
+    return max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS))
 
 
 def _empty(columns: list[str]) -> pa.Table:
@@ -325,7 +330,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     if options.across_rounds:
         decks = {name: profiles.load(name).decks for name in names}
         columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
-        shoes = text.repartition(max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS)), "shoe_id")
+        shoes = text.repartition(_partitions(spark, rows), "shoe_id")
         checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started), _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
         levels = [level for level in fairness.LEVELS if level in log.columns]
