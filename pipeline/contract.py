@@ -77,9 +77,10 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
         elif kinds[c] == "amount":
             column = amount_e4(column)
         elif kinds[c] == "timestamp":
+            frame = ingest.with_timestamp(frame, c, f"{c}_utc")
             # An unreadable time is -1 (before 1970), so that "readable" is a range check too.
-            column = pl.when(column.is_not_null() & ingest.timestamp(column).is_null()).then(-1).otherwise(
-                ingest.timestamp(column).dt.epoch("s"))
+            column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(-1).otherwise(
+                pl.col(f"{c}_utc").dt.epoch("s"))
         shaped.append(column.alias(c))
     return frame.select(shaped)
 
