@@ -36,6 +36,7 @@ EXTRA_CARDS = ("burn_cards", "cancelled_cards")  # space-separated card lists, w
 #: The order of integrity findings: by kind, then in log order; the detail tells two cards of a round apart.
 IN_ORDER = ("kind", "source_file", "source_row", "detail")
 _ORDER = ["hand", "log_row"]  # hand_no order within a shoe, the log's own order breaking ties
+_SHOE_KEY = 128  # CARD_COUNT's key of a card in a shoe: shoe code * 128 + card code (below 128)
 DEAL_ORDER = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
 
@@ -73,19 +74,24 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
     return found.unique().with_row_index("shoe")
 
 
-def _narrow(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect, *columns: str | pl.Expr,
-            **named: pl.Expr) -> pl.DataFrame:
-    """The rounds in a shoe as a few numeric columns, collected piece by piece: what the windows over
-    shoes need, and no text."""
-    return _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id").select(
-        "log_row", "shoe", *columns, **named), collect)
+def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
+                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]]) -> list[pl.DataFrame]:
+    """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
+    over shoes need and no text, collected piece by piece.
 
-
-def _shoe_by_shoe(narrow: pl.DataFrame, query: Callable[[pl.LazyFrame], pl.LazyFrame], groups: int) -> pl.DataFrame:
-    """`query` on the rounds of one group of shoes at a time (shoe code modulo `groups`): every shoe is
-    whole in its group, and sorting a group at a time keeps the sort's memory to a fraction."""
-    return pl.concat([query(narrow.lazy().filter(pl.col("shoe") % groups == group)).collect()
-                      for group in range(groups)])
+    The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces): every
+    shoe is whole in its group, the sort holds a fraction of the log, and every query reads the same sort.
+    """
+    narrow = _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id").select(
+        "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
+        in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8))), collect)
+    groups = len(pieces)
+    found: list[list[pl.DataFrame]] = [[] for _ in queries]
+    for group in range(groups):
+        in_order = _in_shoe_order(narrow.lazy().filter(pl.col("shoe") % groups == group)).collect()
+        for i, query in enumerate(queries):
+            found[i].append(query(in_order.lazy()).collect())
+    return [pl.concat(frames) for frames in found]
 
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
@@ -150,8 +156,8 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         at = {str(i): column for i, column in enumerate([*extra, *dealt])}
         index = ["log_row", "hand", "decks", "shoe_key"]
         in_shoes = frame.join(shoes.lazy(), on="shoe_id").select(
-            "log_row", _hand(), pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * 128,
-            **at)  # card codes are below 128
+            "log_row", _hand(), pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY,
+            **at)
         listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
                         for i in range(len(listed))]
         dealt_cards = in_shoes.select(*index, *list(at)[len(listed):]).unpivot(
@@ -168,8 +174,11 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         counts.lazy().filter(pl.col("key") % parts == part).group_by("key")
         .agg(pl.col("count").sum(), pl.col("decks").first())
         .filter(pl.col("count") > pl.col("decks")).select("key").collect()
-        for part in range(parts)])["key"].implode()
-    candidates = _each(pieces, lambda piece: shown(piece).filter(pl.col("key").is_in(excess)), collect)
+        for part in range(parts)])["key"]
+    # Only the rounds of the shoes with such a card are shown again, card by card.
+    over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
+    candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)))
+                       .filter(pl.col("key").is_in(excess.implode())), collect)
     found = (candidates.lazy()
              .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
              .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
@@ -184,29 +193,29 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     ), found=found)]
 
 
-def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect) -> list[_WriteUp]:
-    """SHOE_SEQUENCE findings: bad, repeated or missing hand numbers, and cards beyond the shoe."""
-    in_coup = (4 + pl.col("player_drew").cast(pl.Int32) + pl.col("banker_drew").cast(pl.Int32)).alias("in_coup")
-    first_expected = pl.col("previous").fill_null(0) + 1
-    holds = pl.col("decks") * 52
-    over = (pl.col("cards_dealt") > holds) & (pl.col("cards_dealt") - pl.col("in_coup") <= holds)  # first passes
+_FIRST_EXPECTED = pl.col("previous").fill_null(0) + 1
+_HOLDS = pl.col("decks").cast(pl.Int32) * 52
+_OVER = (pl.col("cards_dealt") > _HOLDS) & (pl.col("cards_dealt") - pl.col("in_coup") <= _HOLDS)  # first passes
 
-    def found_in(rounds: pl.LazyFrame) -> pl.LazyFrame:
-        numbered = _in_shoe_order(rounds).with_columns(
-            previous=pl.when(_SAME_SHOE).then(pl.col("hand").shift(1)),
-            cards_dealt=_running_total(pl.col("in_coup")),
-            several=(_SAME_SHOE & (pl.col("hand") == pl.col("hand").shift(1)))  # one of several rows
-            | ((pl.col("shoe") == pl.col("shoe").shift(-1)) & (pl.col("hand") == pl.col("hand").shift(-1))),
-        )
-        # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
-        candidates = numbered.filter(pl.col("several").fill_null(False) | (pl.col("hand") > first_expected) | over)
-        return candidates.with_columns(copy=pl.col("hand").cum_count().over("shoe", "hand", order_by="log_row")).select(
-            "log_row", "hand", "copy", "previous", "cards_dealt", "in_coup", is_copy=pl.col("copy") > 1,
-            is_gap=(pl.col("copy") == 1) & (pl.col("hand") > first_expected), is_over=over)
 
-    numbered = _narrow([p.filter(pl.col("hand_no").is_not_null()) for p in pieces], shoes, collect, _hand(),
-                       pl.col("decks").cast(pl.Int32), in_coup).filter(pl.col("hand").is_not_null())
-    found = _shoe_by_shoe(numbered, found_in, len(pieces))
+def sequence_breaks(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """On rounds in shoe order (see `_shoe_by_shoe`): the numbered rounds whose hand_no is repeated or
+    follows a gap, and the round where a shoe first deals more cards than it holds."""
+    numbered = rounds.filter(pl.col("hand").is_not_null()).with_columns(
+        previous=pl.when(_SAME_SHOE).then(pl.col("hand").shift(1)),
+        cards_dealt=_running_total(pl.col("in_coup").cast(pl.Int32)),
+        several=(_SAME_SHOE & (pl.col("hand") == pl.col("hand").shift(1)))  # one of several rows
+        | ((pl.col("shoe") == pl.col("shoe").shift(-1)) & (pl.col("hand") == pl.col("hand").shift(-1))),
+    )
+    # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
+    candidates = numbered.filter(pl.col("several").fill_null(False) | (pl.col("hand") > _FIRST_EXPECTED) | _OVER)
+    return candidates.with_columns(copy=pl.col("hand").cum_count().over("shoe", "hand", order_by="log_row")).select(
+        "log_row", "hand", "copy", "previous", "cards_dealt", "in_coup", is_copy=pl.col("copy") > 1,
+        is_gap=(pl.col("copy") == 1) & (pl.col("hand") > _FIRST_EXPECTED), is_over=_OVER)
+
+
+def shoe_sequence(found: pl.DataFrame) -> list[_WriteUp]:
+    """SHOE_SEQUENCE findings: hand numbers that are not numbers, and the `sequence_breaks` found."""
     not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
     return [
         _WriteUp(lambda rounds: _finding(
@@ -218,28 +227,30 @@ def shoe_sequence(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
             pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
                       pl.col("copy"))), found=found.filter(pl.col("is_copy"))),
         _WriteUp(lambda rounds: _finding(
-            rounds, "SHOE_SEQUENCE", first_expected.cast(pl.String), pl.col("hand_no"),
+            rounds, "SHOE_SEQUENCE", _FIRST_EXPECTED.cast(pl.String), pl.col("hand_no"),
             pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
                       pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
-                      pl.when(pl.col("hand") - first_expected == 1).then(first_expected.cast(pl.String))
-                      .otherwise(pl.format("{}-{}", first_expected, pl.col("hand") - 1)))),
+                      pl.when(pl.col("hand") - _FIRST_EXPECTED == 1).then(_FIRST_EXPECTED.cast(pl.String))
+                      .otherwise(pl.format("{}-{}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
             found=found.filter(pl.col("is_gap"))),
         _WriteUp(lambda rounds: _finding(
-            rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", holds), pl.format("{} cards", pl.col("cards_dealt")),
+            rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", _HOLDS), pl.format("{} cards", pl.col("cards_dealt")),
             pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
-                      pl.col("cards_dealt"), pl.col("decks"), holds)), found=found.filter(pl.col("is_over"))),
+                      pl.col("cards_dealt"), pl.col("decks"), _HOLDS)), found=found.filter(pl.col("is_over"))),
     ]
 
 
-def timestamps(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, run_started: datetime,
-               collect: Collect) -> list[_WriteUp]:
-    """TIMESTAMP findings: unreadable, in the future of the run, or going backwards within a shoe."""
+def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """On rounds in shoe order (see `_shoe_by_shoe`): the rounds dealt earlier than the hand before them."""
+    at = pl.col("dealt_utc")
+    return (rounds.filter(at.is_not_null()).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
+            .filter(at < pl.col("before")).select("log_row", "before"))
+
+
+def timestamps(found: pl.DataFrame, run_started: datetime) -> list[_WriteUp]:
+    """TIMESTAMP findings: unreadable, in the future of the run, or going `backwards` within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
-    found = _shoe_by_shoe(
-        _narrow([p.filter(at.is_not_null()) for p in pieces], shoes, collect, _hand(), at),
-        lambda rounds: _in_shoe_order(rounds).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
-        .filter(at < pl.col("before")).select("log_row", "before"), len(pieces))
     return [
         _WriteUp(lambda rounds: _finding(
             rounds, "TIMESTAMP", pl.lit("an ISO 8601 date-time"), pl.col("dealt_at"),
@@ -271,9 +282,13 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)
+    in_shoe_order = [code for code in ("SHOE_SEQUENCE", "TIMESTAMP") if states[code] == "ran"]
+    queries = {"SHOE_SEQUENCE": sequence_breaks, "TIMESTAMP": backwards}
+    found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order])
+                     if in_shoe_order else []))
     parts = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect),
-             "SHOE_SEQUENCE": lambda: shoe_sequence(pieces, shoes, collect),
-             "TIMESTAMP": lambda: timestamps(pieces, shoes, run_started, collect)}
+             "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
+             "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
     kinds = [kind for code, make in parts.items() if states[code] == "ran" for kind in make()]
     return (_write_up(pieces, kinds, collect) if kinds else pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
             ).sort(IN_ORDER)
