@@ -148,27 +148,29 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     up; only the rare keys over their decks are then put in deal order, and only the rounds found are
     joined back to their place in the log. Every query reads one piece, so memory stays bounded.
     """
-    def shown(frame: pl.LazyFrame) -> pl.LazyFrame:
+    def shown(frame: pl.LazyFrame, placed: bool) -> pl.LazyFrame:
+        """The cards, with their key and decks, and when `placed` their round and place in it (log_row,
+        hand, position): what putting them in deal order needs, and counting does not."""
         # Unreadable entries of a burn or cancelled list parse to null and are not counted.
         extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
         dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
         # Each card column is named by its place in the round, which unpivot turns into `position`.
         at = {str(i): column for i, column in enumerate([*extra, *dealt])}
-        index = ["log_row", "hand", "decks", "shoe_key"]
+        place = {"log_row": pl.col("log_row"), "hand": _hand()} if placed else {}
+        index = [*place, "decks", "shoe_key"]
         in_shoes = frame.join(shoes.lazy(), on="shoe_id").select(
-            "log_row", _hand(), pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY,
-            **at)
+            **place, decks=pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY, **at)
         listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
                         for i in range(len(listed))]
         dealt_cards = in_shoes.select(*index, *list(at)[len(listed):]).unpivot(
             index=index, variable_name="position", value_name="card")  # 2x faster than a concat per column
         return (pl.concat([*listed_cards, dealt_cards])
                 .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
-                .select("log_row", "hand", "decks", "card", position=pl.col("position").cast(pl.UInt8),
+                .select(*place, "decks", "card", *([pl.col("position").cast(pl.UInt8)] if placed else []),
                         key=pl.col("shoe_key") + pl.col("card")))
 
-    counts = _each(pieces, lambda piece: shown(piece).group_by("key").agg(pl.len().alias("count"),
-                                                                         pl.col("decks").first()), collect)
+    counts = _each(pieces, lambda piece: shown(piece, placed=False).group_by("key").agg(
+        pl.len().alias("count"), pl.col("decks").first()), collect)
     parts = len(pieces)  # the partial counts are added up a part of the keys at a time, for memory
     excess = pl.concat([
         counts.lazy().filter(pl.col("key") % parts == part).group_by("key")
@@ -177,7 +179,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         for part in range(parts)])["key"]
     # Only the rounds of the shoes with such a card are shown again, card by card.
     over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
-    candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)))
+    candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
                        .filter(pl.col("key").is_in(excess.implode())), collect)
     found = (candidates.lazy()
              .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
