@@ -82,13 +82,15 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
     The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces): every
     shoe is whole in its group, the sort holds a fraction of the log, and every query reads the same sort.
     """
-    narrow = _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id").select(
+    narrow = _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8))), collect)
+    if not narrow["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
+        narrow = narrow.sort("log_row")
     groups = len(pieces)
     found: list[list[pl.DataFrame]] = [[] for _ in queries]
     for group in range(groups):
-        in_order = _in_shoe_order(narrow.lazy().filter(pl.col("shoe") % groups == group)).collect()
+        in_order = _in_shoe_order(narrow.filter(pl.col("shoe") % groups == group))
         for i, query in enumerate(queries):
             found[i].append(query(in_order.lazy()).collect())
     return [pl.concat(frames) for frames in found]
@@ -99,8 +101,11 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
 _SAME_SHOE = pl.col("shoe") == pl.col("shoe").shift(1)
 
 
-def _in_shoe_order(narrow: pl.LazyFrame) -> pl.LazyFrame:
-    return narrow.sort("shoe", *_ORDER)
+def _in_shoe_order(narrow: pl.DataFrame) -> pl.DataFrame:
+    """Rounds in log order put in shoe order (`_ORDER`): a stable sort by shoe and hand keeps the log's
+    order among equal hands. Eager and stable, it sorts 1M rounds in 0.05 s; the lazy sort by all
+    three columns took 0.11 s."""
+    return narrow.sort("shoe", _ORDER[0], maintain_order=True)
 
 
 def _running_total(value: pl.Expr) -> pl.Expr:

@@ -115,7 +115,7 @@ def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
         "hand": [rng.randrange(1, 60) for _ in range(rows)],
         "in_coup": [rng.choice((4, 5, 6)) for _ in range(rows)],
     }, schema={"log_row": pl.UInt32, "shoe": pl.UInt32, "hand": pl.Int64, "in_coup": pl.Int32})
-    by_shifts = integrity._in_shoe_order(frame).select(
+    by_shifts = integrity._in_shoe_order(frame.collect()).lazy().select(
         "log_row", previous=pl.when(integrity._SAME_SHOE).then(pl.col("hand").shift(1)),
         dealt=integrity._running_total(pl.col("in_coup"))).sort("log_row").collect()
     order = ["hand", "log_row"]
