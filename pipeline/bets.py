@@ -2,12 +2,15 @@
 
 `CASES` lists, for every bet type, the ways it can end and the facts of the coup that decide each,
 first match wins. The scalar `case_of` and the polars `case_expr` are two evaluators of that one
-statement (tests prove them equal on every finish). `returns` reads a profile's pays into the amount
+statement (tests prove them equal on every finish); the batch path gathers `case_expr`'s answer for
+every finish from a table (`case_looked_up`) instead of running its chain on every bet. `returns` reads a profile's pays into the amount
 returned per unit staked for each (bet type, case), as exact decimals.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from functools import cache, reduce
@@ -80,6 +83,9 @@ def case_of(bet_type: str, facts: dict) -> str:
     return next(case for case, needs in CASES[bet_type] if all(facts[k] == v for k, v in needs.items()))
 
 
+_CASE_NAMES = pl.Enum(sorted({case for cases in CASES.values() for case, _ in cases}))
+
+
 def case_expr(bet_type: pl.Expr) -> pl.Expr:
     """Vectorized evaluator: the case of every bet, from a `bet_type` column and the fact columns.
 
@@ -88,7 +94,7 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
     chain visits every bet some 35 times, and with text at each step it took 0.8 s per 1M bets.
     """
     results = sorted({needs["result"] for cases in CASES.values() for _, needs in cases if "result" in needs})
-    names = pl.Enum(sorted({case for cases in CASES.values() for case, _ in cases}))
+    names = _CASE_NAMES
     typed = {"bet_type": bet_type.cast(pl.Enum(BET_TYPES), strict=False),
              "result": pl.col("result").cast(pl.Enum(results), strict=False)}
     chain = None
@@ -98,6 +104,39 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
                            typed["bet_type"] == bet)
             chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case, dtype=names))
     return chain.otherwise(None).cast(pl.String)
+
+
+#: The facts every other fact of a coup follows from (see `facts`), with the values each can take.
+FINISH = {"player_final": range(10), "banker_final": range(10), "player_cards": (2, 3), "banker_cards": (2, 3),
+          "natural": (False, True), "player_pair": (False, True), "banker_pair": (False, True)}
+FINISHES = math.prod(len(values) for values in FINISH.values())  # 3,200
+
+
+def _finish_code() -> pl.Expr:
+    """One integer per finish, 0 to FINISHES - 1: the FINISH facts' positions among their values, in mixed radix."""
+    code = pl.lit(0, pl.Int32)
+    for fact, values in FINISH.items():
+        code = code * len(values) + (pl.col(fact).cast(pl.Int32) - int(values[0]))
+    return code
+
+
+@cache
+def _cases_by_finish() -> pl.Series:
+    """`case_expr` on every bet type and finish, at (bet type's index in BET_TYPES) * FINISHES + finish code."""
+    finishes = pl.DataFrame([facts(*values) for values in itertools.product(*FINISH.values())])
+    table = pl.DataFrame({"bet_type": BET_TYPES}).join(finishes, how="cross").with_columns(
+        at=pl.col("bet_type").cast(pl.Enum(BET_TYPES)).to_physical().cast(pl.Int32) * FINISHES + _finish_code(),
+        case=case_expr(pl.col("bet_type")).cast(_CASE_NAMES))
+    assert table["at"].to_list() == list(range(table.height))  # the code is the row: a gather finds it
+    return table["case"]
+
+
+def case_looked_up(bet_type: pl.Expr) -> pl.Expr:
+    """`case_expr`, looked up: the case of every bet gathered from `case_expr` evaluated once on every
+    bet type and finish. Its chain visits every bet some 35 times (0.45 s per 1M bets); this gathers once.
+    Null where the bet type is not one of BET_TYPES or the round has no facts."""
+    bet_code = bet_type.cast(pl.Enum(BET_TYPES), strict=False).to_physical().cast(pl.Int32)
+    return pl.lit(_cases_by_finish()).gather(bet_code * FINISHES + _finish_code()).cast(pl.String)
 
 
 def facts_expr() -> dict[str, pl.Expr]:

@@ -133,7 +133,7 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
                               paid_e4=amount_e4(pl.col("paid")))
         .join(facts, on="round_id", how="left")
         .join(rejected_round, on="round_id", how="left")
-        .with_columns(case=bets.case_expr(pl.col("bet_type")))
+        .with_columns(case=bets.case_looked_up(pl.col("bet_type")))
         .join(pay_table(names), on=["profile", "bet_type", "case"], how="left")
     )
     round_id = pl.col("round_id")

@@ -25,6 +25,22 @@ def test_case_evaluators_agree_on_every_finish_and_bet_type():
     assert frame["vectorized"].null_count() == 0
 
 
+def test_cases_looked_up_equal_the_chain_on_every_finish_and_bet_type():
+    """The batch path gathers cases from a table instead of running case_expr's chain on every bet;
+    on every bet type and finish, and an unknown bet type, both give the same. A round without facts
+    (a bet on a round not in the log, quarantined) has no case; the chain's catch-all said "lose"."""
+    finishes = [bets.facts(*values) for values in itertools.product(*bets.FINISH.values())]
+    rows = [coup | {"bet_type": bet} for coup in finishes for bet in (*bets.BET_TYPES, "KENO")]
+    frame = pl.DataFrame(rows).with_columns(chain=bets.case_expr(pl.col("bet_type")),
+                                            looked_up=bets.case_looked_up(pl.col("bet_type")))
+    assert frame.height == bets.FINISHES * (len(bets.BET_TYPES) + 1)
+    assert frame.filter(pl.col("chain").ne_missing(pl.col("looked_up"))).height == 0
+    assert frame["looked_up"].null_count() == bets.FINISHES  # the unknown bet type's
+    no_facts = pl.DataFrame([{fact: None for fact in finishes[0]} | {"bet_type": "TIE"}], schema=frame.drop(
+        "chain", "looked_up").schema)
+    assert no_facts.select(bets.case_looked_up(pl.col("bet_type"))).item() is None
+
+
 def _settlement(out):
     findings = pl.read_parquet(out / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
     return {bet: (expected, recorded) for bet, expected, recorded in
