@@ -148,7 +148,9 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
     are first written by part (see `pipeline.parts`), then joined one part at a time.
     """
     bet_pieces = list(bet_log.pieces(PIECE_ROWS))  # counted from Parquet metadata or CSV line ends
-    part_count = max(len(pieces), len(bet_pieces))  # a part holds about a piece of either log
+    # A part holds about half a piece of either log: with a whole piece, the join peaked at 981 MiB for
+    # 10M rounds with bets, with half at 887 MiB, in the same time.
+    part_count = 2 * max(len(pieces), len(bet_pieces))
     part = parts.part_of(pl.col("round_id"), part_count)
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, frame)
