@@ -103,8 +103,8 @@ def _outcome_check() -> Check:
     return Check(
         code="OUTCOME",
         meaning="The recorded result is not the result of the recorded cards.",
-        flag=(raw.is_not_null() & (recorded_outcome(raw).is_null() | (recorded_outcome(raw) != result)))
-        .fill_null(False),
+        # An unknown spelling is null, which ne_missing counts as different (result is never null).
+        flag=raw.is_not_null() & recorded_outcome(raw).ne_missing(result),
         expected=result,
         recorded=raw,
         detail=pl.format(
