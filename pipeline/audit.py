@@ -47,7 +47,8 @@ def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
     """Rows of a log (`ingest.Log.frame`) as every check reads them: parsed (card codes, `reject`),
     the default profile filled in, replayed, with `id_key` (for duplicates) and `dealt_utc`."""
     parsed = ingest.parse_rounds(rows).with_columns(pl.col("profile").fill_null(profile))
-    return ingest.with_timestamp(replayed(parsed).with_columns(id_key=id_key(pl.col("round_id"))), "dealt_at", "dealt_utc")
+    keyed = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
+    return ingest.with_timestamp(keyed, "dealt_at", "dealt_utc")
 
 
 def sha256(path: Path) -> str:

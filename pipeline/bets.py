@@ -3,8 +3,9 @@
 `CASES` lists, for every bet type, the ways it can end and the facts of the coup that decide each,
 first match wins. The scalar `case_of` and the polars `case_expr` are two evaluators of that one
 statement (tests prove them equal on every finish); the batch path gathers `case_expr`'s answer for
-every finish from a table (`case_looked_up`) instead of running its chain on every bet. `returns` reads a profile's pays into the amount
-returned per unit staked for each (bet type, case), as exact decimals.
+every finish from a table (`case_looked_up`) instead of running its chain on every bet. `returns`
+reads a profile's pays into the amount returned per unit staked for each (bet type, case), as exact
+decimals.
 """
 
 from __future__ import annotations
@@ -94,7 +95,6 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
     chain visits every bet some 35 times, and with text at each step it took 0.8 s per 1M bets.
     """
     results = sorted({needs["result"] for cases in CASES.values() for _, needs in cases if "result" in needs})
-    names = _CASE_NAMES
     typed = {"bet_type": bet_type.cast(pl.Enum(BET_TYPES), strict=False),
              "result": pl.col("result").cast(pl.Enum(results), strict=False)}
     chain = None
@@ -102,7 +102,7 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
         for case, needs in cases:
             holds = reduce(lambda a, b: a & b, (typed.get(k, pl.col(k)) == v for k, v in needs.items()),
                            typed["bet_type"] == bet)
-            chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case, dtype=names))
+            chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case, dtype=_CASE_NAMES))
     return chain.otherwise(None).cast(pl.String)
 
 
@@ -113,7 +113,8 @@ FINISHES = math.prod(len(values) for values in FINISH.values())  # 3,200
 
 
 def _finish_code() -> pl.Expr:
-    """One integer per finish, 0 to FINISHES - 1: the FINISH facts' positions among their values, in mixed radix."""
+    """One integer per finish, 0 to FINISHES - 1: the positions of the FINISH facts among their
+    values, in mixed radix."""
     code = pl.lit(0, pl.Int32)
     for fact, values in FINISH.items():
         code = code * len(values) + (pl.col(fact).cast(pl.Int32) - int(values[0]))
