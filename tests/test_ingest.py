@@ -150,8 +150,11 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
         "2026-13-01T18:00:00Z": None,
         "yesterday": None,
     }
-    read = pl.DataFrame({"t": list(spellings)}).select(ingest.timestamp(pl.col("t")))["t"].to_list()
-    assert read == list(spellings.values())
+    frame = pl.DataFrame({"t": [*spellings, None]})
+    read = frame.select(ingest.timestamp(pl.col("t")))["t"].to_list()
+    assert read == [*spellings.values(), None]
+    # The staged rounds take dealt_utc from the same parse in steps: it reads every spelling alike.
+    assert ingest.with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
 
 
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
