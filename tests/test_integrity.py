@@ -123,3 +123,30 @@ def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
         "log_row", previous=pl.col("hand").shift(1).over("shoe", order_by=order),
         dealt=pl.col("in_coup").cum_sum().over("shoe", order_by=order)).sort("log_row").collect()
     assert by_shifts.equals(by_windows)
+
+
+def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
+    """A Spark task hands its rounds over in no particular order; the checks put them back in log
+    order before shoe order. Here hand 2 is logged twice, the second copy earlier than the first:
+    only in log order is the second copy the one dealt before the hand before it."""
+    from datetime import UTC, datetime
+
+    from pipeline import ingest, integrity
+
+    path = tmp_path / "rounds.csv"
+    path.write_text("round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+                    "player_card_3,banker_card_3\n"
+                    "A,S1,1,2026-11-01T10:00:00Z,2S,9H,5D,QC,,\n"
+                    "B,S1,2,2026-11-01T10:02:00Z,3S,9H,5D,QC,,\n"
+                    "C,S1,2,2026-11-01T10:01:00Z,4S,9H,5D,QC,,\n"
+                    "D,S1,3,2026-11-01T10:03:00Z,6S,9H,5D,QC,,\n")
+    log = ingest.scan(path, "round_log")
+    rounds = audit.prepared(log.frame.with_row_index("log_row"), "standard").collect()
+    decks = pl.LazyFrame({"profile": ["standard"], "decks": [8]})
+
+    def found(rows: pl.DataFrame) -> list[tuple]:
+        return integrity.integrity_findings([rows.lazy()], decks, log.columns, datetime(2026, 11, 30, tzinfo=UTC),
+                                            lambda query: query.collect()).select("round_id", "check", "recorded").rows()
+    expected = [("C", "SHOE_SEQUENCE", "copy 2"), ("C", "TIMESTAMP", "2026-11-01T10:01:00Z")]
+    assert found(rounds) == expected
+    assert found(rounds.reverse()) == expected
