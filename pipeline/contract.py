@@ -148,12 +148,12 @@ class _Runs:
 
         def run(data, run_name: str) -> None:
             """Run on a piece (a polars view) or, on Spark, a whole view (a Spark DataFrame)."""
-            ids, batch = [], data
+            codes, batch = {}, data
             if isinstance(data, pl.DataFrame):
                 # Ids (the view's only text) go to GX as dense codes, equal exactly when the ids are: GX
                 # hashes every value of a batch, and hashing 1M text ids took 0.5 s and 180 MB per run.
-                ids = [c for c, dtype in data.schema.items() if dtype == pl.String]
-                batch = data.with_columns(pl.col(ids).rank("dense")).to_pandas()
+                codes = {c: data[c].rank("dense") for c, dtype in data.schema.items() if dtype == pl.String}
+                batch = data.with_columns(*codes.values()).to_pandas()
             done = checkpoint.run(batch_parameters={"dataframe": batch}, expectation_parameters=self.parameters,
                                   run_id=RunIdentifier(run_name=run_name))
             (result,) = done.run_results.values()
@@ -161,7 +161,7 @@ class _Runs:
             by_id = {r.expectation_config.id: r for r in result.results}
             for (index, expectation), added in zip(expectations, suite.expectations):
                 column = _column_of(expectation)
-                text_of = (data.select(pl.col(column).rank("dense").alias("code"), column) if column in ids else None)
+                text_of = pl.DataFrame({"code": codes[column], column: data[column]}) if column in codes else None
                 self.outcomes.setdefault((contract_name, index), []).append(_outcome(by_id[added.id], text_of))
         return run
 
