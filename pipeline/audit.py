@@ -266,11 +266,11 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging)
         findings = pl.scan_parquet(staging / "findings.parquet")  # read by queries: it grows with the log
+        staged = [pl.scan_parquet(piece) for piece in _staged(staging)]  # the contract's and the evidence's
         summary = summarize(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
             options.on_phase("input contract (Great Expectations)")
-            subjects = [contract.Subject("round_log", log.path, log.columns,
-                                         [pl.scan_parquet(piece) for piece in _staged(staging)])]
+            subjects = [contract.Subject("round_log", log.path, log.columns, staged)]
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns,
                                                  list(bet_log.pieces(PIECE_ROWS))))
@@ -279,8 +279,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
         imports.join()  # matplotlib must be whole before the report sets its backend
-        write_report(staging, findings, log, [pl.scan_parquet(piece) for piece in _staged(staging)], bet_log,
-                     options.profile)
+        write_report(staging, findings, log, staged, bet_log, options.profile)
         publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
