@@ -87,6 +87,11 @@ def case_of(bet_type: str, facts: dict) -> str:
 _CASE_NAMES = pl.Enum(sorted({case for cases in CASES.values() for case, _ in cases}))
 
 
+def _bet_type_code(bet_type: pl.Expr) -> pl.Expr:
+    """A bet type's index in BET_TYPES; null for any other text."""
+    return bet_type.cast(pl.Enum(BET_TYPES), strict=False).to_physical().cast(pl.Int32)
+
+
 def case_expr(bet_type: pl.Expr) -> pl.Expr:
     """Vectorized evaluator: the case of every bet, from a `bet_type` column and the fact columns.
 
@@ -95,13 +100,13 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
     chain visits every bet some 35 times, and with text at each step it took 0.8 s per 1M bets.
     """
     results = sorted({needs["result"] for cases in CASES.values() for _, needs in cases if "result" in needs})
-    typed = {"bet_type": bet_type.cast(pl.Enum(BET_TYPES), strict=False),
+    typed = {"bet_type": _bet_type_code(bet_type),
              "result": pl.col("result").cast(pl.Enum(results), strict=False)}
     chain = None
     for bet, cases in CASES.items():
         for case, needs in cases:
             holds = reduce(lambda a, b: a & b, (typed.get(k, pl.col(k)) == v for k, v in needs.items()),
-                           typed["bet_type"] == bet)
+                           typed["bet_type"] == BET_TYPES.index(bet))
             chain = (pl.when(holds) if chain is None else chain.when(holds)).then(pl.lit(case, dtype=_CASE_NAMES))
     return chain.otherwise(None).cast(pl.String)
 
@@ -126,7 +131,7 @@ def _cases_by_finish() -> pl.Series:
     """`case_expr` on every bet type and finish, at (bet type's index in BET_TYPES) * FINISHES + finish code."""
     finishes = pl.DataFrame([facts(*values) for values in itertools.product(*FINISH.values())])
     table = pl.DataFrame({"bet_type": BET_TYPES}).join(finishes, how="cross").with_columns(
-        at=pl.col("bet_type").cast(pl.Enum(BET_TYPES)).to_physical().cast(pl.Int32) * FINISHES + _finish_code(),
+        at=_bet_type_code(pl.col("bet_type")) * FINISHES + _finish_code(),
         case=case_expr(pl.col("bet_type")).cast(_CASE_NAMES))
     assert table["at"].to_list() == list(range(table.height))  # the code is the row: a gather finds it
     return table["case"]
@@ -136,8 +141,7 @@ def case_looked_up(bet_type: pl.Expr) -> pl.Expr:
     """`case_expr`, looked up: the case of every bet gathered from `case_expr` evaluated once on every
     bet type and finish. Its chain visits every bet some 35 times (0.45 s per 1M bets); this gathers once.
     Null where the bet type is not one of BET_TYPES or the round has no facts."""
-    bet_code = bet_type.cast(pl.Enum(BET_TYPES), strict=False).to_physical().cast(pl.Int32)
-    return pl.lit(_cases_by_finish()).gather(bet_code * FINISHES + _finish_code()).cast(pl.String)
+    return pl.lit(_cases_by_finish()).gather(_bet_type_code(bet_type) * FINISHES + _finish_code()).cast(pl.String)
 
 
 def facts_expr() -> dict[str, pl.Expr]:
