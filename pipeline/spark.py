@@ -11,8 +11,7 @@ is arranged by Spark first:
 - fairness: each batch's counts per (table, dealer, shoe, profile) cell are added up on the driver,
   which runs the statistics (a few rows per table);
 - settlement: bets and rounds are grouped by a part of the round_id hashes and each part is settled
-  by `settlement.settle` (`cogroup().applyInArrow`), as the polars engine settles a part at a time.
-
+  by `settlement.settle` (`cogroup().applyInArrow`), as the polars engine settles a part at a time;
 - the contract: each task makes the contract's view of its batch, which Great Expectations validates
   as a Spark DataFrame.
 
