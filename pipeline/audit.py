@@ -270,10 +270,10 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         summary = summarize(started, log, bet_log, names, counted, findings, tests, options)
         if options.validate:
             options.on_phase("input contract (Great Expectations)")
-            subjects = [contract.Subject("round_log", log.path, log.columns, staged)]
+            subjects = [contract.Subject("round_log", log.path, log.columns, staged, summary["rows_read"])]
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns,
-                                                 list(bet_log.pieces(PIECE_ROWS))))
+                                                 list(bet_log.pieces(PIECE_ROWS)), summary["bets_read"]))
             validated = contract.validate(subjects, staging, options.window, staging / DOCS)
             add_contract(summary, validated)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -143,7 +143,8 @@ def validate(
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
         with tempfile.TemporaryDirectory() as scratch:
-            subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)))
+            subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
+                                       sum(opened.rows_per_file))
             result = contract.validate([subject], Path(scratch), _window(window_start, window_end), docs)[name]
     except InputError as error:
         raise _fail(error) from None

@@ -106,13 +106,15 @@ def _is_unique(expectation: dict) -> bool:
 
 @dataclass(frozen=True)
 class Subject:
-    """A log to hold to its contract: its label, the columns it really has, and its rows in pieces
-    (frames as `ingest.Log.frame` has them: every contract column as trimmed text)."""
+    """A log to hold to its contract: its label, the columns it really has, its rows in pieces
+    (frames as `ingest.Log.frame` has them: every contract column as trimmed text), and how many rows
+    the pieces hold, already counted by the caller (a CSV log is counted only by reading it)."""
 
     contract_name: str
     label: Path
     present: frozenset[str]
     pieces: list[pl.LazyFrame]
+    rows: int
 
 
 class _Runs:
@@ -207,8 +209,7 @@ def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.Da
     `pipeline.parts`), each part with a run name; parts of about BATCH_ROWS rows."""
     folder = scratch / f"{subject.contract_name}.{column}"
     folder.mkdir()
-    rows = sum(count.item() for count in ingest.collect(subject.label, [p.select(pl.len()) for p in subject.pieces]))
-    part_count = max(1, -(-rows // BATCH_ROWS))
+    part_count = max(1, -(-subject.rows // BATCH_ROWS))
     part = parts.part_of(pl.col(column), part_count)
     for i, piece in enumerate(subject.pieces):
         ingest.collect(subject.label, [parts.write(piece.select(column), part, folder / f"{i:06d}.parquet")])

@@ -134,17 +134,17 @@ class Log:
         return frame.filter(self.selection.predicate()) if self.selection else frame
 
     @cached_property
-    def _rows_per_file(self) -> tuple[int, ...]:
+    def rows_per_file(self) -> tuple[int, ...]:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
-        (settlement, the contract and the evidence each cut the bet log): a Parquet file's from its
-        metadata, a CSV file's by its line ends."""
+        or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
+        its metadata, a CSV file's by its line ends."""
         return tuple(rows_from(0, None).select(pl.len()).collect().item() for rows_from in self.ranges)
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
         query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
         rounds, so a piece bounds what is in flight."""
-        for rows_from, total in zip(self.ranges, self._rows_per_file):
+        for rows_from, total in zip(self.ranges, self.rows_per_file):
             for start in range(0, max(total, 1), rows):
                 piece = rows_from(start, rows)
                 yield piece.filter(self.selection.predicate()) if self.selection else piece
