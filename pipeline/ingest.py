@@ -202,7 +202,8 @@ def format_of(path: Path) -> str:
     raise InputError(f"{path}: neither CSV (.csv) nor Parquet (no PAR1 header)")
 
 
-def _csv_header(path: Path) -> list[str]:
+def csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file's first line, stripped; an InputError when it has none or repeats one."""
     with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         header = next(csv.reader(handle), [])
     names = [name.strip() for name in header]
@@ -214,25 +215,40 @@ def _csv_header(path: Path) -> list[str]:
     return names
 
 
-def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.LazyFrame, list[str]]:
-    """The rows `start` to `start + count` of a CSV file (all by default), every field as text. Rows
-    before `start` are skipped by the reader, which only looks for their line ends."""
-    names = _csv_header(path)
+def csv_records(source: Path | bytes, names: list[str], skip: int = 0, count: int | None = None) -> pl.LazyFrame:
+    """CSV lines as records, one per line (a blank line too), every field as text under `names`, and
+    `malformed` when a line's field count is not the header's: lines `skip` to `skip + count` of a file
+    (all by default; lines before `skip` are only looked at for their ends), or the whole of `source`
+    when it is the text of some lines (the Spark engine hands over its tasks' lines this way)."""
     schema = {name: pl.String for name in names}
-    records = pl.scan_csv(path, has_header=False, skip_rows=1 + start, n_rows=count, schema=schema,
+    records = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, schema=schema,
                           missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
                           quote_char='"')
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
     # commas outside quoted text, plus one.
-    lines = pl.scan_csv(path, has_header=False, skip_rows=1 + start, n_rows=count, separator="\x00",
+    lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
                         quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy")
     fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
-    frame = pl.concat([records, fields], how="horizontal").with_columns(
+    return pl.concat([records, fields], how="horizontal").select(
+        *names,
         malformed=pl.when(pl.col("fields") != len(names)).then(
             pl.format("the row has {} fields, the header {}", pl.col("fields"), pl.lit(len(names)))
         )
     )
-    return frame, names
+
+
+def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
+    """CSV rows with a reason added to `malformed` for each `checked` column holding bytes that are not
+    UTF-8 (read as U+FFFD)."""
+    not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in checked]
+    return rows.with_columns(malformed=reasons_text(["malformed", *not_utf8]))
+
+
+def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.LazyFrame, list[str]]:
+    """The rows `start` to `start + count` of a CSV file (all by default), as `csv_records`, and its names."""
+    names = csv_header(path)
+    return csv_records(path, names, 1 + start, count), names
 
 
 @dataclass(frozen=True)
@@ -287,11 +303,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
     def shaped(rows: pl.LazyFrame, first_row: int) -> pl.LazyFrame:
         rows = rows.with_row_index("source_row", offset=first_row).select(
             pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **trimmed).with_columns(**finished)
-        if file_format == "csv":  # Parquet strings are UTF-8 by the format's rules
-            not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                        .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in present]
-            rows = rows.with_columns(malformed=reasons_text(["malformed", *not_utf8]))
-        return rows
+        # Parquet strings are UTF-8 by the format's rules.
+        return flag_not_utf8(rows, present) if file_format == "csv" else rows
 
     # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
     return _Opened([*names, *partitions], file_format,

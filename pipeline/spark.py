@@ -15,8 +15,8 @@ is arranged by Spark first:
 - the contract: each task makes the contract's view of its batch, which Great Expectations validates
   as a Spark DataFrame.
 
-Logs are read as `ingest.scan` reads them (mappings, Hive folder values, a selection decided by the
-polars engine's own predicate in each task). The driver collects what the tasks return (findings,
+Logs are read as `ingest.scan` reads them (mappings, Hive folder values, a CSV file's lines read by the
+polars engine's CSV code in each task, a selection decided by the polars engine's own predicate). The driver collects what the tasks return (findings,
 quarantines, counts: small next to the log, and the few rows the evidence explains) and writes every
 output of the polars engine with its code."""
 
@@ -33,6 +33,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline import audit as polars_engine
 from pipeline import contract, evidence, fairness, ingest, integrity, profiles, settlement
@@ -218,16 +219,21 @@ def session(master: str):
 def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapping: ingest.Mapping | None = None):
     """The log as Spark sees it, shaped as `ingest.scan` shapes it: the mapping's renames and value
     translations, contract columns as text stripped of white space (null when empty; a column a file
-    lacks from its Hive folder names, or null), `source_file`, `source_row` and `log_row`, which orders
-    the rows as the polars engine reads them (file, then row)."""
+    lacks from its Hive folder names, or null), `source_file`, `source_row`, `malformed` (a CSV row's
+    structure, judged by the polars engine's own code) and `log_row`, which orders the rows as the
+    polars engine reads them (file, then row)."""
     from pyspark.sql import functions as F
 
     frames = []
     for index, path in enumerate(files):
-        raw = (spark.read.parquet(str(path)) if ingest.format_of(path) == "parquet"
-               else spark.read.option("header", True).option("mode", "PERMISSIVE").csv(str(path)))
-        if mapping is not None:
-            raw = raw.withColumnsRenamed({k: v for k, v in mapping.columns.items() if k in raw.columns})
+        renames = {}
+        if ingest.format_of(path) == "parquet":
+            raw = _numbered(spark, spark.read.parquet(str(path))).withColumn("malformed", F.lit(None).cast("string"))
+            if mapping is not None:
+                renames = {k: v for k, v in mapping.columns.items() if k in raw.columns}
+            raw = raw.withColumnsRenamed(renames)
+        else:
+            raw = _csv(spark, path, contract_name, mapping)
         folders = ingest.hive_values(path)
 
         def text(column: str):
@@ -239,9 +245,9 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
             stripped = stripped if value else F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
             return F.when(stripped != "", stripped)
         row = F.col("source_row")
-        frame = _numbered(spark, raw).select(
+        frame = raw.select(
             F.lit(str(path)).alias("source_file"), row, (F.lit(index << 32) + row).alias("log_row"),
-            F.lit(None).cast("string").alias("malformed"), *(text(c).alias(c) for c in ingest.columns(contract_name)))
+            "malformed", *(text(c).alias(c) for c in ingest.columns(contract_name)))
         if mapping is not None:
             for column, table in mapping.values.items():
                 if column in ingest.columns(contract_name):
@@ -251,6 +257,35 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
     for frame in frames[1:]:
         log = log.unionByName(frame)
     return log
+
+
+def _csv(spark, path: Path, contract_name: str, mapping: ingest.Mapping | None):
+    """A CSV file's rows, numbered, with the provider's columns renamed and `malformed` set as the polars
+    engine sets it. Spark reads the lines (a blank one too, which its CSV reader would skip and so
+    shift every row number after it) and each task reads its lines with `ingest.csv_records`."""
+    from pyspark.sql import functions as F
+
+    names = ingest.csv_header(path)
+    renames = {k: v for k, v in mapping.columns.items() if k in names} if mapping is not None else {}
+    renamed = [renames.get(name, name) for name in names]
+    checked = [c for c in ingest.columns(contract_name) if c in renamed]
+    schema = {**{name: pl.String for name in renamed}, "malformed": pl.String, "source_row": pl.Int64}
+
+    def task(batches):
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            # The lines' bytes as the file holds them, for the polars reader to decode (as it reads a file).
+            lines = pa.ListArray.from_arrays(pa.array([0, batch.num_rows], pa.int32()), batch.column("line"))
+            records = ingest.csv_records(pc.binary_join(lines, b"\n")[0].as_py() + b"\n", names)
+            rows = ingest.flag_not_utf8(records.rename(renames), checked).collect()
+            # Side by side as the polars engine puts a file's records and lines (see `ingest.csv_records`).
+            numbers = pl.from_arrow(batch.select(["source_row"])).select(pl.col("source_row") - 1)
+            yield from _to_batches(pl.concat([rows, numbers], how="horizontal"))
+    # Spark's text is bytes unchecked: handed over as binary, since text that is not UTF-8 is not Arrow's.
+    lines = _numbered(spark, spark.read.text(str(path))).select(F.col("value").cast("binary").alias("line"),
+                                                                 "source_row").where("source_row > 1")  # header: 1
+    return lines.mapInArrow(task, _ddl(schema))
 
 
 def _numbered(spark, raw):

@@ -87,25 +87,32 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
 
 
-def test_spark_numbers_the_rows_of_a_file_read_in_many_splits_as_polars_does(tmp_path):
-    """A file Spark cuts into splits, read by several tasks, keeps polars' row numbers (file, then row)."""
+def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
+    """Files Spark cuts into splits, read by several tasks, keep polars' row numbers (file, then row);
+    and a CSV's broken rows (fields too many or too few, bytes that are not UTF-8, a blank line, which
+    Spark's CSV reader would skip) are read and numbered as polars reads them, with the same reasons."""
     log = generate.generate(3_000, seed=5, fault_rate=0.0, tables=2)
     paths = generate.write(log, tmp_path / "log")
     pl.read_parquet(paths["parquet"]).write_parquet(tmp_path / "groups.parquet", row_group_size=200)
-    files = (paths["csv"], tmp_path / "groups.parquet")
+    header = ",".join(ingest.CARD_COLUMNS[:3] + ("round_id",) + ingest.CARD_COLUMNS[3:])
+    (tmp_path / "broken.csv").write_bytes(
+        f"{header}\nKS,9H,,R1,5D,QC,\nKS,9H,,R2,5D,QC,,extra\n\nKS,9H\n".encode()
+        + b"K\xffS,9H,,R5,5D,QC,\n\"R6,x\",9H,,R6,5D,QC,\n")
+    files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv")
     session = spark.session("local[2]")
     try:
         session.conf.set("spark.sql.files.maxPartitionBytes", "16384")
         session.conf.set("spark.sql.files.openCostInBytes", "0")
-        for path in files:  # each file really is read in several splits
-            splits = session.read.parquet(str(path)) if path.suffix == ".parquet" else session.read.csv(str(path))
+        for path in files[:2]:  # each file really is read in several splits
+            splits = session.read.parquet(str(path)) if path.suffix == ".parquet" else session.read.text(str(path))
             assert splits.select("_metadata.file_block_start").distinct().count() >= 4, path
-        columns = ["source_file", "source_row", "log_row", "round_id", "dealt_at", "player_card_3"]
+        columns = ["source_file", "source_row", "log_row", "malformed", "round_id", "player_card_1", "player_card_3"]
         on_spark = pl.from_arrow(spark._read(session, files).select(*columns).toArrow()).sort("log_row")
     finally:
         session.stop()
     on_polars = ingest.scan([str(p) for p in files], "round_log").frame.collect()
-    on_polars = on_polars.with_columns(
-        log_row=pl.col("source_row").cast(pl.Int64) + (pl.col("source_file") == str(files[1])).cast(pl.Int64) * 2**32)
-    assert on_spark.height == 6_000
-    assert on_spark.equals(on_polars.select(columns).cast(on_spark.schema))
+    log_row = pl.col("source_row").cast(pl.Int64) + pl.col("source_file").replace_strict(
+        {str(path): i << 32 for i, path in enumerate(files)}, return_dtype=pl.Int64)
+    assert on_spark.height == 6_006
+    assert on_spark.equals(on_polars.with_columns(log_row=log_row).select(columns).cast(on_spark.schema))
+    assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5]
