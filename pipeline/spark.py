@@ -219,21 +219,30 @@ def session(master: str):
 def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapping: ingest.Mapping | None = None):
     """The log as Spark sees it, shaped as `ingest.scan` shapes it: the mapping's renames and value
     translations, contract columns as text stripped of white space (null when empty; a column a file
-    lacks from its Hive folder names, or null), `source_file`, `source_row`, `malformed` (a CSV row's
-    structure, judged by the polars engine's own code) and `log_row`, which orders the rows as the
-    polars engine reads them (file, then row)."""
+    lacks from its Hive folder names, or null), `source_file`, `source_row` (see `_row_numbers`),
+    `malformed` (a CSV row's structure, judged by the polars engine's own code) and `log_row`, which
+    orders the rows as the polars engine reads them (file, then row)."""
     from pyspark.sql import functions as F
 
-    frames = []
-    for index, path in enumerate(files):
-        renames = {}
+    read, placed = [], []
+    for path in files:
         if ingest.format_of(path) == "parquet":
-            raw = _numbered(spark, spark.read.parquet(str(path))).withColumn("malformed", F.lit(None).cast("string"))
-            if mapping is not None:
-                renames = {k: v for k, v in mapping.columns.items() if k in raw.columns}
-            raw = raw.withColumnsRenamed(renames)
+            rows = _placed(spark.read.parquet(str(path)))
+            renames = {k: v for k, v in mapping.columns.items() if k in rows.columns} if mapping is not None else {}
+            read.append(rows.withColumnsRenamed(renames).withColumn("malformed", F.lit(None).cast("string")))
+            placed.append(rows)
         else:
-            raw = _csv(spark, path, contract_name, mapping)
+            lines = _placed(spark.read.text(str(path)))
+            read.append(_csv(lines, path, contract_name, mapping))
+            placed.append(lines)
+    numbers = _row_numbers(spark, placed)
+    frames = []
+    for index, (path, raw) in enumerate(zip(files, read)):
+        shift = F.broadcast(numbers.where(F.col("_file") == index).drop("_file"))
+        row = F.col("_id") + F.col("_shift")
+        if ingest.format_of(path) == "csv":  # a CSV file's line 1 is its header
+            row -= 1
+        raw = raw.join(shift, "_split").withColumn("source_row", row).where("source_row > 0")
         folders = ingest.hive_values(path)
 
         def text(column: str):
@@ -259,17 +268,46 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
     return log
 
 
-def _csv(spark, path: Path, contract_name: str, mapping: ingest.Mapping | None):
-    """A CSV file's rows, numbered, with the provider's columns renamed and `malformed` set as the polars
-    engine sets it. Spark reads the lines (a blank one too, which its CSV reader would skip and so
-    shift every row number after it) and each task reads its lines with `ingest.csv_records`."""
+def _placed(frame):
+    """A file's rows (or lines) as Spark reads them, each with where it lies: the split of the file its
+    task read (`_split`) and its place among the rows that task read, in order (`_id`)."""
+    from pyspark.sql import functions as F
+
+    return frame.select("*", F.col("_metadata.file_block_start").alias("_split"),
+                        F.monotonically_increasing_id().alias("_id"))
+
+
+def _row_numbers(spark, placed: list):
+    """(`_file`, `_split`, `_shift`): a row's 1-based number in its file (the `_file`-th) is its `_id`
+    plus its split's `_shift`, the rows of the file's splits before its own less the split's first `_id`.
+
+    One small job counts the rows of every split of every file. Rows are numbered where they lie: a
+    window over a whole file would move every row into one task (25 s of a 31 s read of 1M rounds here).
+    """
+    from pyspark.sql import functions as F
+
+    splits = [frame.select(F.lit(index).alias("_file"), "_split", "_id") for index, frame in enumerate(placed)]
+    every = splits[0]
+    for more in splits[1:]:
+        every = every.unionByName(more)
+    counted = pl.from_arrow(every.groupBy("_file", "_split").agg(F.count("*").alias("rows"), F.min("_id").alias("first"))
+                            .toArrow()).sort("_file", "_split")
+    before = (pl.col("rows").cum_sum() - pl.col("rows")).over("_file")
+    return spark.createDataFrame(counted.select("_file", "_split", _shift=before - pl.col("first") + 1).to_arrow())
+
+
+def _csv(lines, path: Path, contract_name: str, mapping: ingest.Mapping | None):
+    """A CSV file's lines (`_placed`, the header too) as rows, with the provider's columns renamed and
+    `malformed` set as the polars engine sets it. Spark hands over lines, a blank one too (its CSV reader
+    would skip it and number every later row one short), and each task reads its lines with
+    `ingest.csv_records`."""
     from pyspark.sql import functions as F
 
     names = ingest.csv_header(path)
     renames = {k: v for k, v in mapping.columns.items() if k in names} if mapping is not None else {}
     renamed = [renames.get(name, name) for name in names]
     checked = [c for c in ingest.columns(contract_name) if c in renamed]
-    schema = {**{name: pl.String for name in renamed}, "malformed": pl.String, "source_row": pl.Int64}
+    schema = {**{name: pl.String for name in renamed}, "malformed": pl.String, "_split": pl.Int64, "_id": pl.Int64}
 
     def task(batches):
         for batch in batches:
@@ -280,32 +318,9 @@ def _csv(spark, path: Path, contract_name: str, mapping: ingest.Mapping | None):
             records = ingest.csv_records(pc.binary_join(lines, b"\n")[0].as_py() + b"\n", names)
             rows = ingest.flag_not_utf8(records.rename(renames), checked).collect()
             # Side by side as the polars engine puts a file's records and lines (see `ingest.csv_records`).
-            numbers = pl.from_arrow(batch.select(["source_row"])).select(pl.col("source_row") - 1)
-            yield from _to_batches(pl.concat([rows, numbers], how="horizontal"))
+            yield from _to_batches(pl.concat([rows, pl.from_arrow(batch.select(["_split", "_id"]))], how="horizontal"))
     # Spark's text is bytes unchecked: handed over as binary, since text that is not UTF-8 is not Arrow's.
-    lines = _numbered(spark, spark.read.text(str(path))).select(F.col("value").cast("binary").alias("line"),
-                                                                 "source_row").where("source_row > 1")  # header: 1
-    return lines.mapInArrow(task, _ddl(schema))
-
-
-def _numbered(spark, raw):
-    """One file's rows with `source_row`, 1-based in file order, numbered where they lie: a window over
-    the whole file would move every row to one task (25 s of a 31 s read of 1M rounds here).
-
-    A task reads each split of the file (`_metadata.file_block_start`) in order, and numbers the rows
-    it reads one by one (`monotonically_increasing_id`). A small job counts each split's rows and finds
-    its first id; a row's number is then the rows of the splits before its own, plus its place in it.
-    """
-    from pyspark.sql import functions as F
-
-    placed = raw.select("*", F.col("_metadata.file_block_start").alias("_split"),
-                        F.monotonically_increasing_id().alias("_id"))
-    splits = pl.from_arrow(placed.groupBy("_split").agg(F.count("*").alias("rows"), F.min("_id").alias("first"))
-                           .toArrow()).sort("_split")
-    shifts = splits.select("_split", _shift=pl.col("rows").cum_sum() - pl.col("rows") - pl.col("first") + 1)
-    return (placed.join(F.broadcast(spark.createDataFrame(shifts.to_arrow())), "_split")
-            .withColumn("source_row", (F.col("_id") + F.col("_shift")).cast("long"))
-            .drop("_split", "_id", "_shift"))
+    return lines.select(F.col("value").cast("binary").alias("line"), "_split", "_id").mapInArrow(task, _ddl(schema))
 
 
 def _selected(text, selection: ingest.Selection):
