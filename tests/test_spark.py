@@ -88,7 +88,8 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
 
 
 def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
-    """Files Spark cuts into splits, read by several tasks, keep polars' row numbers (file, then row);
+    """Files Spark cuts into splits, read by several tasks, keep polars' row numbers (file, then row),
+    files of one shape being read together, wherever they are in the log and whatever their names hold;
     and a CSV's broken rows (fields too many or too few, bytes that are not UTF-8, a blank line, which
     Spark's CSV reader would skip) are read and numbered as polars reads them, with the same reasons."""
     log = generate.generate(3_000, seed=5, fault_rate=0.0, tables=2)
@@ -98,7 +99,9 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     (tmp_path / "broken.csv").write_bytes(
         f"{header}\nKS,9H,,R1,5D,QC,\nKS,9H,,R2,5D,QC,,extra\n\nKS,9H\n".encode()
         + b"K\xffS,9H,,R5,5D,QC,\n\"R6,x\",9H,,R6,5D,QC,\n")
-    files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv")
+    (tmp_path / "a b%").mkdir()
+    shutil.copy(paths["csv"], tmp_path / "a b%" / "again.csv")
+    files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv", tmp_path / "a b%" / "again.csv")
     session = spark.session("local[2]")
     try:
         session.conf.set("spark.sql.files.maxPartitionBytes", "16384")
@@ -113,6 +116,7 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     on_polars = ingest.scan([str(p) for p in files], "round_log").frame.collect()
     log_row = pl.col("source_row").cast(pl.Int64) + pl.col("source_file").replace_strict(
         {str(path): i << 32 for i, path in enumerate(files)}, return_dtype=pl.Int64)
-    assert on_spark.height == 6_006
+    assert on_spark.height == 9_006
     assert on_spark.equals(on_polars.with_columns(log_row=log_row).select(columns).cast(on_spark.schema))
     assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5]
+    assert on_spark.filter(pl.col("source_row") == 1)["source_file"].to_list() == [str(path) for path in files]
