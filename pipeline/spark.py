@@ -16,9 +16,9 @@ is arranged by Spark first:
   as a Spark DataFrame.
 
 Logs are read as `ingest.scan` reads them (mappings, Hive folder values, a CSV file's lines read by the
-polars engine's CSV code in each task, a selection decided by the polars engine's own predicate). The driver collects what the tasks return (findings,
-quarantines, counts: small next to the log, and the few rows the evidence explains) and writes every
-output of the polars engine with its code."""
+polars engine's CSV code in each task, a selection decided by the polars engine's own predicate). The
+driver collects what the tasks return (findings, quarantines, counts: small next to the log, and the
+few rows the evidence explains) and writes every output of the polars engine with its code."""
 
 from __future__ import annotations
 
