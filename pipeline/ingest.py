@@ -94,6 +94,11 @@ class Selection:
     def __bool__(self) -> bool:
         return bool(self.tables or self.shoes or self.since or self.until)
 
+    def rules_out(self, fixed: dict[str, str]) -> bool:
+        """Whether no row of a file whose table_id or shoe_id is `fixed` (by its Hive folders) is kept."""
+        return any(wanted and column in fixed and fixed[column] not in wanted
+                   for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)))
+
     def predicate(self) -> pl.Expr:
         keep = pl.lit(True)
         if self.tables:
@@ -125,26 +130,35 @@ class Log:
     formats: tuple[str, ...]
     columns: frozenset[str]
     ranges: tuple[Rows, ...]  # per file, before the selection: (start, count) -> those rows
+    fixed: tuple[dict[str, str], ...]  # per file, the columns its Hive folders give, as read
     selection: Selection
 
     @property
     def frame(self) -> pl.LazyFrame:
-        parts = [rows(0, None) for rows in self.ranges]
+        parts = [rows(0, None) for rows in self._selected(self.ranges)]
         frame = pl.concat(parts) if len(parts) > 1 else parts[0]
         return frame.filter(self.selection.predicate()) if self.selection else frame
+
+    def _selected(self, per_file: tuple) -> list:
+        """`per_file` (one item per file) but for the files the selection rules out by their Hive
+        folders, which are then not scanned (one table's night out of a month of Hive folders);
+        the first file when it rules out every one, so that the log is an empty frame, not no frame."""
+        kept = [item for item, fixed in zip(per_file, self.fixed) if not self.selection.rules_out(fixed)]
+        return kept or [per_file[0]]
 
     @cached_property
     def rows_per_file(self) -> tuple[int, ...]:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
-        its metadata, a CSV file's by its line ends."""
-        return tuple(rows_from(0, None).select(pl.len()).collect().item() for rows_from in self.ranges)
+        its metadata, a CSV file's by its line ends; 0 for a file the selection rules out by its folders."""
+        return tuple(0 if self.selection.rules_out(fixed) else rows_from(0, None).select(pl.len()).collect().item()
+                     for rows_from, fixed in zip(self.ranges, self.fixed))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
         query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
         rounds, so a piece bounds what is in flight."""
-        for rows_from, total in zip(self.ranges, self.rows_per_file):
+        for rows_from, total in self._selected(tuple(zip(self.ranges, self.rows_per_file))):
             for start in range(0, max(total, 1), rows):
                 piece = rows_from(start, rows)
                 yield piece.filter(self.selection.predicate()) if self.selection else piece
@@ -258,6 +272,7 @@ class _Opened:
     names: list[str]
     file_format: str
     rows: Rows
+    fixed: dict[str, str]  # contract columns the file lacks, from its Hive folders, as read
 
 
 def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
@@ -307,8 +322,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
         return flag_not_utf8(rows, present) if file_format == "csv" else rows
 
     # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
+    translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     return _Opened([*names, *partitions], file_format,
-                   lambda start, count: shaped(read(start, count).rename(renames), start + 1))
+                   lambda start, count: shaped(read(start, count).rename(renames), start + 1), translated)
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
@@ -327,7 +343,7 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
-               tuple(one.rows for one in opened), selection)
+               tuple(one.rows for one in opened), tuple(one.fixed for one in opened), selection)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:

@@ -108,8 +108,9 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
                                                           "summary.json"]
 
 
-def test_a_directory_of_hive_folders_is_one_log(tmp_path):
-    """table_id comes from the folder names; every file is an input with its rows and SHA-256."""
+def _hive_folders(tmp_path) -> pl.DataFrame:
+    """tmp_path/logs/table_id=T0n/date=2026-11-01/{a.parquet,b.csv}: tables T01 and T02 of the sample
+    log, without their table_id column (200 rows in a.parquet, the rest in b.csv); returns the log."""
     log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
     for table in ("T01", "T02"):
         folder = tmp_path / "logs" / f"table_id={table}" / "date=2026-11-01"
@@ -117,6 +118,12 @@ def test_a_directory_of_hive_folders_is_one_log(tmp_path):
         part = log.filter(pl.col("table_id") == table).drop("table_id")
         part.head(200).write_parquet(folder / "a.parquet")
         part.slice(200).write_csv(folder / "b.csv")
+    return log
+
+
+def test_a_directory_of_hive_folders_is_one_log(tmp_path):
+    """table_id comes from the folder names; every file is an input with its rows and SHA-256."""
+    log = _hive_folders(tmp_path)
     whole = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
     alone = log.filter(pl.col("table_id").is_in(["T01", "T02"]))
     alone.write_csv(tmp_path / "alone.csv")
@@ -126,6 +133,25 @@ def test_a_directory_of_hive_folders_is_one_log(tmp_path):
     assert [i["rows"] for i in whole.summary["inputs"]] == [200, 300, 200, 300]
     tables = set(pl.read_parquet(tmp_path / "out" / "findings.parquet")["table_id"].drop_nulls())
     assert tables <= {"T01", "T02"} and tables
+
+
+def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
+    """--table on Hive folders: the other tables' files are not read at all, and the audit is the one
+    of that table's files alone; a table no folder names leaves one empty piece to audit."""
+    _hive_folders(tmp_path)
+    wanted = ingest.Selection(tables=("T02",))
+    log = ingest.scan(tmp_path / "logs", "round_log", selection=wanted)
+    read = set(pl.concat([piece.select("source_file").collect() for piece in log.pieces(1_000)])["source_file"])
+    folder = tmp_path / "logs" / "table_id=T02" / "date=2026-11-01"
+    assert read == {str(folder / "a.parquet"), str(folder / "b.csv")}
+    assert log.rows_per_file[:2] == (0, 0) and all(log.rows_per_file[2:])
+    narrowed = audit.audit(tmp_path / "logs", tmp_path / "narrowed", audit.Options(validate=False, selection=wanted))
+    alone = audit.audit(str(tmp_path / "logs" / "table_id=T02" / "*" / "*"), tmp_path / "alone", QUICK)
+    assert narrowed.summary["rows_read"] == alone.summary["rows_read"] > 0
+    assert narrowed.summary["findings"] == alone.summary["findings"]
+    assert [i["rows"] for i in narrowed.summary["inputs"]] == [0, 0, *(i["rows"] for i in alone.summary["inputs"])]
+    nothing = ingest.scan(tmp_path / "logs", "round_log", selection=ingest.Selection(tables=("T09",)))
+    assert [piece.collect().height for piece in nothing.pieces(1_000)] == [0]
 
 
 def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
