@@ -139,6 +139,11 @@ class Log:
         frame = pl.concat(parts) if len(parts) > 1 else parts[0]
         return frame.filter(self.selection.predicate()) if self.selection else frame
 
+    @property
+    def files_read(self) -> tuple[Path, ...]:
+        """The files the selection does not rule out by their Hive folders (see `_selected`)."""
+        return tuple(self._selected(self.files))
+
     def _selected(self, per_file: tuple) -> list:
         """`per_file` (one item per file) but for the files the selection rules out by their Hive
         folders, which are then not scanned (one table's night out of a month of Hive folders);

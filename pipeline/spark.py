@@ -404,7 +404,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     evidence explains and the contract's result (None without the contract)."""
     from pyspark.sql import functions as F
 
-    text = _selected(_read(spark, log.files, mapping=options.mapping), options.selection).cache()
+    text = _selected(_read(spark, log.files_read, mapping=options.mapping), options.selection).cache()
     named = text.select("profile").where(F.col("profile").isNotNull()).distinct().collect()
     names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named]},
                                                    schema={"profile": pl.String}), log.path, options.profile)

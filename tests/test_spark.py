@@ -85,6 +85,11 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
     _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
     assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
+    one_table = audit.Options(validate=False, selection=ingest.Selection(tables=("T02",)))  # T01's folder unread
+    spark.audit(tmp_path / "hive", tmp_path / "table_spark", one_table)
+    audit.audit(tmp_path / "hive", tmp_path / "table_polars", one_table)
+    _same_outputs(tmp_path / "table_spark", tmp_path / "table_polars")
+    assert set(pl.read_parquet(tmp_path / "table_spark" / "findings.parquet")["table_id"]) == {"T02"}
 
 
 def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
