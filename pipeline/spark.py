@@ -247,32 +247,35 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
             lines = _placed(spark.read.text(names))
             read.append(_csv(lines, paths[0], contract_name, mapping))
             placed.append(lines)
-    numbers = _row_numbers(spark, placed, files, contract_name)
-    frames = []
-    for raw in read:
-        raw = raw.join(F.broadcast(numbers), ["_path", "_split"])
-
-        def text(column: str):
-            if column not in raw.columns:  # from the file's Hive folders, or null
-                return F.col(f"_folder_{column}")
-            # Unicode white space, as polars' strip_chars; numbers become text as they are.
-            value = raw.schema[column].dataType.typeName() != "string"
-            stripped = F.col(f"`{column}`").cast("string")
-            stripped = stripped if value else F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
-            # Not when(stripped != "", stripped): Spark would strip twice (1M rounds read in 21 s, not 8 s).
-            return F.nullif(stripped, F.lit(""))
-        row = (F.col("_id") + F.col("_shift")).alias("source_row")
-        frame = raw.select("source_file", row, (F.col("_file") * F.lit(1 << 32) + row).alias("log_row"),
-                           "malformed", *(text(c).alias(c) for c in ingest.columns(contract_name)))
-        if mapping is not None:
-            for column, table in mapping.values.items():
-                if column in ingest.columns(contract_name):
-                    frame = frame.replace(table, subset=[column])
-        frames.append(frame.where("source_row > 0"))
+    numbers = F.broadcast(_row_numbers(spark, placed, files, contract_name))
+    frames = [_shaped(raw.join(numbers, ["_path", "_split"]), contract_name, mapping) for raw in read]
     log = frames[0]
     for frame in frames[1:]:
         log = log.unionByName(frame)
     return log
+
+
+def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
+    """Rows of files read together, numbered (`_row_numbers`), in the columns `_read` gives."""
+    from pyspark.sql import functions as F
+
+    def text(column: str):
+        if column not in raw.columns:  # from the file's Hive folders, or null
+            return F.col(f"_folder_{column}")
+        # Unicode white space, as polars' strip_chars; numbers become text as they are.
+        value = raw.schema[column].dataType.typeName() != "string"
+        stripped = F.col(f"`{column}`").cast("string")
+        stripped = stripped if value else F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
+        # Not when(stripped != "", stripped): Spark would strip twice (1M rounds read in 21 s, not 8 s).
+        return F.nullif(stripped, F.lit(""))
+    row = (F.col("_id") + F.col("_shift")).alias("source_row")
+    frame = raw.select("source_file", row, (F.col("_file") * F.lit(1 << 32) + row).alias("log_row"),
+                       "malformed", *(text(c).alias(c) for c in ingest.columns(contract_name)))
+    if mapping is not None:
+        for column, table in mapping.values.items():
+            if column in ingest.columns(contract_name):
+                frame = frame.replace(table, subset=[column])
+    return frame.where("source_row > 0")  # a CSV file's header is its row 0
 
 
 def _placed(frame):
