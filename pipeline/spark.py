@@ -22,6 +22,7 @@ few rows the evidence explains) and writes every output of the polars engine wit
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -44,10 +45,6 @@ from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition (of whole shoes, or of round_ids for settlement)
-
-QUARANTINE_SCHEMA = {**{c: pl.String for c in polars_engine.QUARANTINE_COLUMNS}, "source_row": pl.UInt32,
-                     "reason": pl.String}
-TALLY_SCHEMA = {"source_file": pl.String, "rows": pl.Int64, "rows_quarantined": pl.Int64, "suited_cards": pl.Int64}
 
 
 def _spark_type(dtype: pl.DataType) -> tuple[pa.DataType, str]:
@@ -90,29 +87,44 @@ def _replayable(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.filter(pl.col("reject").is_null())
 
 
-def _findings_in(batches, profile: str):
-    """mapInArrow task: the per-round findings of each batch."""
+def _outputs_of(rounds: pl.DataFrame, levels: list[str]) -> dict[str, pl.DataFrame]:
+    """What the driver needs of some prepared rounds: per file counts (`tallies`), per-round findings,
+    the rows that cannot be replayed with their reason, and with `levels` the fairness counts per cell."""
+    replayable = _replayable(rounds.lazy())
+    outputs = {"tallies": polars_engine.tallies(rounds.lazy()),
+               "findings": round_findings(replayable, PER_ROUND),
+               "quarantine": rounds.lazy().filter(pl.col("reject").is_not_null())
+               .select(*polars_engine.QUARANTINE_COLUMNS, reason="reject")}
+    if levels:
+        outputs["cells"] = fairness.observed_counts(replayable, levels)
+    return dict(zip(outputs, pl.collect_all(list(outputs.values()))))
+
+
+OUTPUTS_DDL = "output string, frame binary"
+
+
+def _outputs_in(batches, profile: str, levels: list[str]):
+    """mapInArrow task: `_outputs_of` each batch, one row per output (its name, and its frame as Arrow
+    IPC), so that the log is handed to Python and prepared once, not once per output (1M rounds: four
+    passes of 3-5 s each)."""
     for batch in batches:
-        yield from _to_batches(round_findings(_replayable(_prepared(batch, profile)), PER_ROUND).collect())
+        outputs = _outputs_of(_prepared(batch, profile).collect(), levels)
+        frames = []
+        for frame in outputs.values():
+            frames.append(io.BytesIO())
+            frame.write_ipc(frames[-1])
+        yield pa.RecordBatch.from_pydict({"output": list(outputs), "frame": [f.getvalue() for f in frames]})
 
 
-def _quarantine_in(batches, profile: str):
-    """mapInArrow task: the rows of each batch that cannot be replayed, with the reason."""
-    for batch in batches:
-        rejected = _prepared(batch, profile).filter(pl.col("reject").is_not_null())
-        yield from _to_batches(rejected.select(*polars_engine.QUARANTINE_COLUMNS, reason="reject").collect())
-
-
-def _tallies_in(batches, profile: str):
-    """mapInArrow task: per file, the rows of each batch, those quarantined and the suited cards."""
-    for batch in batches:
-        yield from _to_batches(polars_engine.tallies(_prepared(batch, profile)).collect())
-
-
-def _cells_in(batches, profile: str, levels: list[str]):
-    """mapInArrow task: each batch's fairness counts per cell (they add up over batches)."""
-    for batch in batches:
-        yield from _to_batches(fairness.observed_counts(_replayable(_prepared(batch, profile)), levels).collect())
+def _outputs(text, profile: str, levels: list[str]) -> dict[str, pl.DataFrame]:
+    """`_outputs_of` the whole log, a batch per task, added up on the driver (an output with no rows
+    keeps its columns)."""
+    rows = text.mapInArrow(lambda batches: _outputs_in(batches, profile, levels), OUTPUTS_DDL).toArrow()
+    found = {name: [frame] for name, frame in _outputs_of(_prepared(_empty(text.columns), profile).collect(),
+                                                           levels).items()}
+    for name, blob in zip(rows.column("output").to_pylist(), rows.column("frame").to_pylist()):
+        found[name].append(pl.read_ipc(io.BytesIO(blob)))
+    return {name: pl.concat(frames) for name, frames in found.items()}
 
 
 def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozenset[str], started: datetime):
@@ -412,12 +424,12 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named]},
                                                    schema={"profile": pl.String}), log.path, options.profile)
     profile = options.profile
-    tally = _collect(text.mapInArrow(lambda b: _tallies_in(b, profile), _ddl(TALLY_SCHEMA)), TALLY_SCHEMA)
-    counted = polars_engine.round_counts(tally)
+    levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
+    outputs = _outputs(text, profile, levels)
+    counted = polars_engine.round_counts(outputs["tallies"])
     rows = counted["rounds"]["rows_read"].item()
-    per_round = _collect(text.mapInArrow(lambda b: _findings_in(b, profile), _ddl(FINDINGS_SCHEMA)), FINDINGS_SCHEMA)
-    quarantine = _collect(text.mapInArrow(lambda b: _quarantine_in(b, profile), _ddl(QUARANTINE_SCHEMA)),
-                          QUARANTINE_SCHEMA).sort("source_file", "source_row")
+    per_round = outputs["findings"]
+    quarantine = outputs["quarantine"].sort("source_file", "source_row")
     quarantine.write_parquet(staging / "quarantine.parquet")
     replayable = text.join(spark.createDataFrame(quarantine.select(
         "source_file", pl.col("source_row").cast(pl.Int64)).to_arrow()),
@@ -433,12 +445,8 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         shoes = text.repartition(_partitions(spark, rows), "shoe_id")
         checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started), _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
-        levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:
-            cells = dict(fairness.observed_counts(_replayable(_prepared(_empty(text.columns), profile)),
-                                                  levels).collect_schema())
-            counted["fairness"] = fairness.add_up(
-                [_collect(text.mapInArrow(lambda b: _cells_in(b, profile, levels), _ddl(cells)), cells)], levels)
+            counted["fairness"] = fairness.add_up([outputs["cells"]], levels)
     placed = _read(spark, bet_log.files, "bet_log", options.bets_mapping) if bet_log is not None else None
     if placed is not None:
         settled = _settle(spark, text, placed, profile, names, rows)
