@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -87,42 +87,53 @@ def _replayable(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.filter(pl.col("reject").is_null())
 
 
-def _outputs_of(rounds: pl.DataFrame, levels: list[str]) -> dict[str, pl.DataFrame]:
-    """What the driver needs of some prepared rounds: per file counts (`tallies`), per-round findings,
-    the rows that cannot be replayed with their reason, and with `levels` the fairness counts per cell."""
-    replayable = _replayable(rounds.lazy())
-    outputs = {"tallies": polars_engine.tallies(rounds.lazy()),
-               "findings": round_findings(replayable, PER_ROUND),
-               "quarantine": rounds.lazy().filter(pl.col("reject").is_not_null())
+def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[str, pl.LazyFrame]:
+    """What the driver needs of some rows of the log, prepared once: per file counts (`tallies`),
+    per-round findings, the rows that cannot be replayed with their reason, and with `levels` the
+    fairness counts per cell."""
+    rounds = polars_engine.prepared(rows, profile).collect().lazy()
+    outputs = {"tallies": polars_engine.tallies(rounds),
+               "findings": round_findings(_replayable(rounds), PER_ROUND),
+               "quarantine": rounds.filter(pl.col("reject").is_not_null())
                .select(*polars_engine.QUARANTINE_COLUMNS, reason="reject")}
     if levels:
-        outputs["cells"] = fairness.observed_counts(replayable, levels)
-    return dict(zip(outputs, pl.collect_all(list(outputs.values()))))
+        outputs["cells"] = fairness.observed_counts(_replayable(rounds), levels)
+    return outputs
+
+
+def _bet_outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
+    """What the driver needs of some settled bets: per file counts, findings, and the bets that could
+    not be settled with their reason."""
+    return {"counts": settlement.bet_counts(settled),
+            "findings": settlement.bet_findings(settled).cast(FINDINGS_SCHEMA),
+            "quarantine": settled.filter(pl.col("reject").is_not_null())
+            .select(*settlement.BET_COLUMNS, reason="reject")}
 
 
 OUTPUTS_DDL = "output string, frame binary"
 
 
-def _outputs_in(batches, profile: str, levels: list[str]):
-    """mapInArrow task: `_outputs_of` each batch, one row per output (its name, and its frame as Arrow
-    IPC), so that the log is handed to Python and prepared once, not once per output (1M rounds: four
-    passes of 3-5 s each)."""
+def _outputs_in(batches, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]]):
+    """mapInArrow task: `outputs_of` each batch, one row per output (its name, and its frame as Arrow
+    IPC), so that the rows are handed to Python once, not once per output (1M rounds: four passes of
+    3-5 s each)."""
     for batch in batches:
-        outputs = _outputs_of(_prepared(batch, profile).collect(), levels)
+        outputs = outputs_of(_from_spark(batch))
         frames = []
-        for frame in outputs.values():
+        for frame in pl.collect_all(list(outputs.values())):
             frames.append(io.BytesIO())
             frame.write_ipc(frames[-1])
         yield pa.RecordBatch.from_pydict({"output": list(outputs), "frame": [f.getvalue() for f in frames]})
 
 
-def _outputs(text, profile: str, levels: list[str]) -> dict[str, pl.DataFrame]:
-    """`_outputs_of` the whole log, a batch per task, added up on the driver (an output with no rows
-    keeps its columns)."""
-    rows = text.mapInArrow(lambda batches: _outputs_in(batches, profile, levels), OUTPUTS_DDL).toArrow()
-    found = {name: [frame] for name, frame in _outputs_of(_prepared(_empty(text.columns), profile).collect(),
-                                                           levels).items()}
-    for name, blob in zip(rows.column("output").to_pylist(), rows.column("frame").to_pylist()):
+def _outputs(rows, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]],
+             empty: pl.LazyFrame) -> dict[str, pl.DataFrame]:
+    """`outputs_of` every batch of the Spark DataFrame `rows`, in one pass, added up on the driver; an
+    output with no rows keeps the columns it has on `empty` (no rows, as `_from_spark` types them)."""
+    shapes = outputs_of(empty)
+    found = {name: [frame] for name, frame in zip(shapes, pl.collect_all(list(shapes.values())))}
+    handed = rows.mapInArrow(lambda batches: _outputs_in(batches, outputs_of), OUTPUTS_DDL).toArrow()
+    for name, blob in zip(handed.column("output").to_pylist(), handed.column("frame").to_pylist()):
         found[name].append(pl.read_ipc(io.BytesIO(blob)))
     return {name: pl.concat(frames) for name, frames in found.items()}
 
@@ -156,22 +167,6 @@ def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: 
     return pa.Table.from_batches(list(_to_batches(settled)))
 
 
-def _bet_findings_in(batches):
-    for batch in batches:
-        yield from _to_batches(settlement.bet_findings(_from_spark(batch)).cast(FINDINGS_SCHEMA).collect())
-
-
-def _bet_quarantine_in(batches):
-    for batch in batches:
-        yield from _to_batches(_from_spark(batch).filter(pl.col("reject").is_not_null())
-                               .select(*settlement.BET_COLUMNS, reason="reject").collect())
-
-
-def _bet_counts_in(batches):
-    for batch in batches:
-        yield from _to_batches(settlement.bet_counts(_from_spark(batch)).collect())
-
-
 def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> dict:
     """Bets settled on Spark: bets and rounds grouped by a part of the round_id hashes (so that every
     copy of a round and its bets meet in one task), each part settled by the polars engine's code.
@@ -190,17 +185,11 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
     settled = (by_part(placed).cogroup(by_part(text))
                .applyInArrow(lambda bet_rows, round_rows: _settle_part(
                    bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
-                   _ddl(dict(schema))).cache())
+                   _ddl(dict(schema))))
+    outputs = _outputs(settled, _bet_outputs, pl.LazyFrame(schema=schema))
     in_order = ["source_file", "source_row"]
-    quarantine_schema = {**{c: pl.String for c in settlement.BET_COLUMNS}, "source_row": pl.UInt32, "reason": pl.String}
-    counts_schema = dict(settlement.bet_counts(pl.LazyFrame(schema=schema)).collect_schema())
-    counts = _collect(settled.mapInArrow(_bet_counts_in, _ddl(counts_schema)), counts_schema)
-    return {
-        "findings": _collect(settled.mapInArrow(_bet_findings_in, _ddl(FINDINGS_SCHEMA)), FINDINGS_SCHEMA).sort(in_order),
-        "quarantine": _collect(settled.mapInArrow(_bet_quarantine_in, _ddl(quarantine_schema)),
-                               quarantine_schema).sort(in_order),
-        "counted": settlement.bet_totals(counts),
-    }
+    return {"findings": outputs["findings"].sort(in_order), "quarantine": outputs["quarantine"].sort(in_order),
+            "counted": settlement.bet_totals(outputs["counts"])}
 
 
 def _partitions(spark, rows: int) -> int:
@@ -315,8 +304,8 @@ def _row_numbers(spark, placed: list, files: tuple[Path, ...], contract_name: st
     every = placed[0].select("_path", "_split", "_id")
     for more in placed[1:]:
         every = every.unionByName(more.select("_path", "_split", "_id"))
-    counted = pl.from_arrow(every.groupBy("_path", "_split").agg(F.count("*").alias("rows"), F.min("_id").alias("first"))
-                            .toArrow())
+    splits = every.groupBy("_path", "_split").agg(F.count("*").alias("rows"), F.min("_id").alias("first"))
+    counted = pl.from_arrow(splits.toArrow())
     # Spark names a file by URI ("file:/logs/a%20b.csv"); the polars engine by the path as given.
     by_path = {os.path.abspath(path): (index, path) for index, path in enumerate(files)}
     given = {uri: by_path[unquote(urlparse(uri).path)] for uri in counted["_path"].unique()}
@@ -425,7 +414,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
                                                    schema={"profile": pl.String}), log.path, options.profile)
     profile = options.profile
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
-    outputs = _outputs(text, profile, levels)
+    outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
     counted = polars_engine.round_counts(outputs["tallies"])
     rows = counted["rounds"]["rows_read"].item()
     per_round = outputs["findings"]
