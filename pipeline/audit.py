@@ -174,9 +174,14 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     counted = settlement.bet_totals(run.frame(settlement.bet_counts(settled), label))
     in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
     run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order), label)
-    run.sink("bets_quarantine.parquet", settled.filter(pl.col("reject").is_not_null()).select(
-        *settlement.BET_COLUMNS, reason=pl.col("reject")).sort(in_order), label)
+    run.sink("bets_quarantine.parquet", settlement.bet_quarantine(settled).sort(in_order), label)
     return counted
+
+
+def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows of staged rounds that cannot be replayed, as quarantine.parquet holds them: the log's
+    columns and the reason."""
+    return rounds.filter(pl.col("reject").is_not_null()).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
 
 
 def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
@@ -219,7 +224,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
     rejected = pl.col("reject").is_not_null()
     replayable_rounds = rounds.filter(~rejected)
     counted = round_counts(run.frame(tallies(rounds), label))
-    run.sink("quarantine.parquet", rounds.filter(rejected).select(*QUARANTINE_COLUMNS, reason=pl.col("reject")), label)
+    run.sink("quarantine.parquet", quarantined(rounds), label)
     pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in _staged(staging)]
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
         options.on_phase("checking each round", i, len(pieces))

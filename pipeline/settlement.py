@@ -177,6 +177,12 @@ def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def bet_quarantine(settled: pl.LazyFrame) -> pl.LazyFrame:
+    """The bets that could not be settled, as bets_quarantine.parquet holds them: the log's columns and
+    the reason."""
+    return settled.filter(pl.col("reject").is_not_null()).select(*BET_COLUMNS, reason=pl.col("reject"))
+
+
 def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
     """Per file: bets read, quarantined and wrongly paid, and the money over- and underpaid. They add
     up over pieces (see `bet_totals`)."""

@@ -94,8 +94,7 @@ def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[
     rounds = polars_engine.prepared(rows, profile).collect().lazy()
     outputs = {"tallies": polars_engine.tallies(rounds),
                "findings": round_findings(_replayable(rounds), PER_ROUND),
-               "quarantine": rounds.filter(pl.col("reject").is_not_null())
-               .select(*polars_engine.QUARANTINE_COLUMNS, reason="reject")}
+               "quarantine": polars_engine.quarantined(rounds)}
     if levels:
         outputs["cells"] = fairness.observed_counts(_replayable(rounds), levels)
     return outputs
@@ -106,8 +105,7 @@ def _bet_outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
     not be settled with their reason."""
     return {"counts": settlement.bet_counts(settled),
             "findings": settlement.bet_findings(settled).cast(FINDINGS_SCHEMA),
-            "quarantine": settled.filter(pl.col("reject").is_not_null())
-            .select(*settlement.BET_COLUMNS, reason="reject")}
+            "quarantine": settlement.bet_quarantine(settled)}
 
 
 OUTPUTS_DDL = "output string, frame binary"
@@ -119,11 +117,14 @@ def _outputs_in(batches, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyF
     3-5 s each)."""
     for batch in batches:
         outputs = outputs_of(_from_spark(batch))
-        frames = []
-        for frame in pl.collect_all(list(outputs.values())):
-            frames.append(io.BytesIO())
-            frame.write_ipc(frames[-1])
-        yield pa.RecordBatch.from_pydict({"output": list(outputs), "frame": [f.getvalue() for f in frames]})
+        yield pa.RecordBatch.from_pydict({"output": list(outputs),
+                                          "frame": [_ipc(frame) for frame in pl.collect_all(list(outputs.values()))]})
+
+
+def _ipc(frame: pl.DataFrame) -> bytes:
+    written = io.BytesIO()
+    frame.write_ipc(written)
+    return written.getvalue()
 
 
 def _outputs(rows, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]],
