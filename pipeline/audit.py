@@ -100,7 +100,6 @@ class Result:
 
 
 STAGED = "rounds.staged"  # every row parsed and replayed, in pieces, read by every check; never published
-STAGED_BETS = "bets.staged"  # every bet with its settlement or its reject reason, in parts; never published
 
 
 @dataclass(frozen=True)
@@ -140,13 +139,14 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
 
 
-def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
-            quarantined: pl.LazyFrame, names: list[str], run: _Queries, staging: Path) -> None:
-    """Settle every bet into STAGED_BETS, a part of the round_ids (by hash) at a time. `pieces` are the
-    replayable rounds of the log named `label`, piece by piece.
+def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
+                names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+    """Settle every bet, a part of the round_ids (by hash) at a time; write their findings and quarantine
+    and return their counts. `pieces` are the replayable rounds of the log named `label`.
 
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
-    are first written by part (see `pipeline.parts`), then joined one part at a time.
+    are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
+    taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
     """
     bet_pieces = list(bet_log.pieces(PIECE_ROWS))  # counted from Parquet metadata or CSV line ends
     # A part holds about half a piece of either log: with a whole piece, the join peaked at 981 MiB for
@@ -156,26 +156,24 @@ def _settle(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, frame)
                 for frame in settlement.facts_of(pieces, settlement.duplicated_ids(copies))]
-    for folder in ("bets.parts", "facts.parts", STAGED_BETS):
+    for folder in ("bets.parts", "facts.parts", "findings.bets", "bets_quarantine"):
         (staging / folder).mkdir()
     for i, (folder, read_from, frame) in enumerate(by_part):
         ingest.collect(read_from, [parts.write(frame, part, staging / folder / f"{i:06d}.parquet")])
+    quarantined_rounds = pl.scan_parquet(staging / "quarantine.parquet")
+    counts = []
     for k in range(part_count):
-        settled = settlement.settle(parts.read(staging / "bets.parts", k), parts.read(staging / "facts.parts", k),
-                                    quarantined, names)
-        run.sink(f"{STAGED_BETS}/{k:06d}.parquet", settled, bet_log.path, **STAGING_PARQUET)
-
-
-def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
-                names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
-    """Settle the bets (see `_settle`), write their findings and quarantine; returns their counts."""
-    _settle(bet_log, label, pieces, copies, pl.scan_parquet(staging / "quarantine.parquet"), names, run, staging)
-    settled = pl.scan_parquet(staging / STAGED_BETS / "*.parquet")
-    counted = settlement.bet_totals(run.frame(settlement.bet_counts(settled), label))
+        settled = run.frame(settlement.settle(parts.read(staging / "bets.parts", k),
+                                              parts.read(staging / "facts.parts", k), quarantined_rounds, names),
+                            bet_log.path).rechunk()  # pl.format panicked on its joined columns (pola-rs/polars#25339)
+        found = dict(zip(("counts", "findings", "quarantine"), pl.collect_all(settlement.outputs(settled.lazy()).values())))
+        counts.append(found["counts"])
+        found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
+        found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
     in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
-    run.sink("findings.bets.parquet", settlement.bet_findings(settled).cast(FINDINGS_SCHEMA).sort(in_order), label)
-    run.sink("bets_quarantine.parquet", settlement.bet_quarantine(settled).sort(in_order), label)
-    return counted
+    for name in ("findings.bets", "bets_quarantine"):
+        run.sink(f"{name}.parquet", pl.scan_parquet(staging / name / "*.parquet").sort(in_order), label)
+    return settlement.bet_totals(pl.concat(counts))
 
 
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:

@@ -14,6 +14,7 @@ from decimal import Decimal
 import polars as pl
 
 from pipeline import bets, profiles
+from pipeline.findings import FINDINGS_SCHEMA
 from pipeline.ingest import reasons_text
 from pipeline.errors import InputError
 
@@ -195,6 +196,14 @@ def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
         overpaid_e12=pl.when(wrong).then(pl.col("paid_e12") - pl.col("expected_e12")).clip(lower_bound=0).sum(),
         underpaid_e12=pl.when(wrong).then(pl.col("expected_e12") - pl.col("paid_e12")).clip(lower_bound=0).sum(),
     )
+
+
+def outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
+    """What an audit keeps of some settled bets: per file counts (`bet_counts`), SETTLEMENT findings and
+    the bets that could not be settled, each in no particular order. Both engines take them from one
+    part (or batch) of the bets at a time, so the settled bets are never written out whole."""
+    return {"counts": bet_counts(settled), "findings": bet_findings(settled).cast(FINDINGS_SCHEMA),
+            "quarantine": bet_quarantine(settled)}
 
 
 def bet_totals(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:

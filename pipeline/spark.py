@@ -100,14 +100,6 @@ def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[
     return outputs
 
 
-def _bet_outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
-    """What the driver needs of some settled bets: per file counts, findings, and the bets that could
-    not be settled with their reason."""
-    return {"counts": settlement.bet_counts(settled),
-            "findings": settlement.bet_findings(settled).cast(FINDINGS_SCHEMA),
-            "quarantine": settlement.bet_quarantine(settled)}
-
-
 OUTPUTS_DDL = "output string, frame binary"
 
 
@@ -187,7 +179,7 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
                .applyInArrow(lambda bet_rows, round_rows: _settle_part(
                    bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
                    _ddl(dict(schema))))
-    outputs = _outputs(settled, _bet_outputs, pl.LazyFrame(schema=schema))
+    outputs = _outputs(settled, settlement.outputs, pl.LazyFrame(schema=schema))
     in_order = ["source_file", "source_row"]
     return {"findings": outputs["findings"].sort(in_order), "quarantine": outputs["quarantine"].sort(in_order),
             "counted": settlement.bet_totals(outputs["counts"])}
