@@ -16,7 +16,7 @@ import glob
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -99,6 +99,20 @@ class Selection:
         return any(wanted and column in fixed and fixed[column] not in wanted
                    for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)))
 
+    def stored_since(self, stored: pl.Expr) -> pl.Expr:
+        """A test on dealt_at as stored (untrimmed text) that every row dealt since `since` passes, made
+        of text comparisons only, so that a Parquet reader decides it for a whole file from its
+        statistics: the files of the nights before the window are not read.
+
+        A time the contract reads (`timestamp`) starts with its date, year first, and sorts as text by
+        that date, whatever the rest: an offset moves it less than a day, and a month or day written
+        with one digit sorts at or above its two-digit form. Text before the first digit (a space, a
+        sign) sorts below "0" and is kept. No test on `until` is: "2026-9-30" sorts above "2026-10-01".
+        """
+        if self.since is None:
+            return pl.lit(True)
+        return (stored >= (self.since - timedelta(days=1)).date().isoformat()) | (stored < "0")
+
     def predicate(self) -> pl.Expr:
         keep = pl.lit(True)
         if self.tables:
@@ -130,7 +144,7 @@ class Log:
     formats: tuple[str, ...]
     columns: frozenset[str]
     ranges: tuple[Rows, ...]  # per file, before the selection: (start, count) -> those rows
-    fixed: tuple[dict[str, str], ...]  # per file, the columns its Hive folders give, as read
+    ruled_out: tuple[bool, ...]  # per file, whether the selection keeps none of its rows (see `_ruled_out`)
     selection: Selection
 
     @property
@@ -141,23 +155,23 @@ class Log:
 
     @property
     def files_read(self) -> tuple[Path, ...]:
-        """The files the selection does not rule out by their Hive folders (see `_selected`)."""
+        """The files the selection does not rule out (see `_selected`)."""
         return tuple(self._selected(self.files))
 
     def _selected(self, per_file: tuple) -> list:
-        """`per_file` (one item per file) but for the files the selection rules out by their Hive
-        folders, which are then not scanned (one table's night out of a month of Hive folders);
-        the first file when it rules out every one, so that the log is an empty frame, not no frame."""
-        kept = [item for item, fixed in zip(per_file, self.fixed) if not self.selection.rules_out(fixed)]
+        """`per_file` (one item per file) but for the files the selection rules out, which are then
+        not scanned (one table's night out of a month of files); the first file when it rules out
+        every one, so that the log is an empty frame, not no frame."""
+        kept = [item for item, out in zip(per_file, self.ruled_out) if not out]
         return kept or [per_file[0]]
 
     @cached_property
     def rows_per_file(self) -> tuple[int, ...]:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
-        its metadata, a CSV file's by its line ends; 0 for a file the selection rules out by its folders."""
-        return tuple(0 if self.selection.rules_out(fixed) else rows_from(0, None).select(pl.len()).collect().item()
-                     for rows_from, fixed in zip(self.ranges, self.fixed))
+        its metadata, a CSV file's by its line ends; 0 for a file the selection rules out."""
+        return tuple(0 if out else rows_from(0, None).select(pl.len()).collect().item()
+                     for rows_from, out in zip(self.ranges, self.ruled_out))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
@@ -272,15 +286,16 @@ def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.
 
 @dataclass(frozen=True)
 class _Opened:
-    """One opened file: the columns it really has, its format, and its rows by range."""
+    """One opened file: the columns it really has, its format, its rows by range, and whether the
+    selection keeps none of them."""
 
     names: list[str]
     file_format: str
     rows: Rows
-    fixed: dict[str, str]  # contract columns the file lacks, from its Hive folders, as read
+    ruled_out: bool
 
 
-def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
+def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Selection) -> _Opened:
     """One file as a frame of contract columns (text), with the columns it really has and its format."""
     file_format = format_of(path)
     try:
@@ -328,8 +343,15 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None) -> _Opened:
 
     # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
+    ruled_out = selection.rules_out(translated)
+    if selection and not ruled_out and file_format == "parquet":
+        stored = whole.rename(renames)
+        if dtypes.get("dealt_at") == pl.String and "dealt_at" not in (mapping.values if mapping else {}):
+            stored = stored.filter(selection.stored_since(pl.col("dealt_at")))  # decided by statistics
+        kept = shaped(stored, 1).filter(selection.predicate()).select("source_row").head(1)
+        ruled_out = collect(path, [kept])[0].height == 0
     return _Opened([*names, *partitions], file_format,
-                   lambda start, count: shaped(read(start, count).rename(renames), start + 1), translated)
+                   lambda start, count: shaped(read(start, count).rename(renames), start + 1), ruled_out)
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
@@ -339,16 +361,19 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     A mapping renames the provider's columns and translates its values first. Optional columns a
     file lacks are added as nulls (or taken from Hive folder names), so later stages see one shape;
     a required column that is missing, a repeated column or a file without rows is an InputError
-    naming the file. Other columns are ignored. A selection narrows the rows before anything is read.
+    naming the file. Other columns are ignored. A selection narrows the rows before anything is read,
+    and rules out a file it keeps no row of: by the file's Hive folders (table_id, shoe_id), or, in
+    Parquet, by a read of the few columns it tests, in which the files of nights before `since` are
+    skipped by their statistics (see `Selection.stored_since`).
     """
     label, files = expand(inputs)
-    opened = [_open(path, contract_name, mapping) for path in files]
+    opened = [_open(path, contract_name, mapping, selection) for path in files]
     for path, one in zip(files, opened):
         if not _has_rows(path, one.rows(0, None)):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
-               tuple(one.rows for one in opened), tuple(one.fixed for one in opened), selection)
+               tuple(one.rows for one in opened), tuple(one.ruled_out for one in opened), selection)
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:

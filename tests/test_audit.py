@@ -154,6 +154,45 @@ def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
     assert [piece.collect().height for piece in nothing.pieces(1_000)] == [0]
 
 
+def _nights(tmp_path) -> list:
+    """tmp_path/nights/: the sample log dealt again on each of five nights, one Parquet file a night
+    (2026-10-01 to 2026-10-05). The first night's file holds one round dealt on the third, stored with a
+    space before it; the last night's one written "2026-10-3", which sorts after "2026-10-05"."""
+    log = pl.read_parquet(ASSETS.parent.parent / "data" / "rounds.parquet")
+    files = []
+    for night in range(1, 6):
+        dealt = log.with_columns(dealt_at=pl.lit(f"2026-10-0{night}") + pl.col("dealt_at").str.slice(10),
+                                 round_id=pl.col("round_id") + f"-{night}", shoe_id=pl.col("shoe_id") + f"-{night}")
+        stray = {1: " 2026-10-03T04:00:00Z", 5: "2026-10-3T05:00:00Z"}.get(night)
+        if stray:
+            dealt = dealt.with_columns(dealt_at=pl.when(pl.int_range(pl.len()) == 7).then(pl.lit(stray))
+                                       .otherwise("dealt_at"))
+        files.append(tmp_path / "nights" / f"2026-10-0{night}.parquet")
+        files[-1].parent.mkdir(exist_ok=True)
+        dealt.write_parquet(files[-1])
+    return files
+
+
+def test_a_time_window_reads_only_the_parquet_files_that_hold_rounds_in_it(tmp_path):
+    """--since/--until over a folder of nightly files: the files with no round in the window are not
+    read (those before it are skipped by their statistics), files with a stray round in it are, and
+    the audit is that of the same files as CSV, which are all read and filtered row by row."""
+    files = _nights(tmp_path)
+    third = ingest.Selection(since=datetime(2026, 10, 3, tzinfo=UTC), until=datetime(2026, 10, 3, 23, 59, 59, tzinfo=UTC))
+    log = ingest.scan(tmp_path / "nights", "round_log", selection=third)
+    assert log.files_read == (files[0], files[2], files[4])
+    assert [rows > 0 for rows in log.rows_per_file] == [True, False, True, False, True]
+    (tmp_path / "csv").mkdir()
+    for path in files:
+        pl.read_parquet(path).write_csv(tmp_path / "csv" / path.with_suffix(".csv").name)
+    narrowed = audit.audit(tmp_path / "nights", tmp_path / "narrowed", audit.Options(validate=False, selection=third))
+    every_row = audit.audit(tmp_path / "csv", tmp_path / "every_row", audit.Options(validate=False, selection=third))
+    assert narrowed.summary["rows_read"] == every_row.summary["rows_read"] == 2000 + 2
+    assert narrowed.summary["findings"] == every_row.summary["findings"]
+    assert [i["rows"] for i in narrowed.summary["inputs"]] == [1, 0, 2000, 0, 1]
+    assert _findings(tmp_path / "narrowed").drop("source_file").equals(_findings(tmp_path / "every_row").drop("source_file"))
+
+
 def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
     data = ASSETS.parent.parent / "data"
     narrowed = audit.audit(str(data / "round*.parquet"), tmp_path, audit.Options(

@@ -157,6 +157,32 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     assert ingest.with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
 
 
+def test_the_stored_since_test_keeps_every_row_dealt_since(tmp_path):
+    """`Selection.stored_since` rules out Parquet files by their statistics, before any trim or parse:
+    every spelling the contract reads as a time in the window must pass it, padded or not, with an
+    offset, a sign or spaces around it; and it must still rule out most earlier days."""
+    from datetime import UTC, datetime, timedelta
+
+    from pipeline import ingest
+
+    days = [datetime(2025, 12, 20, tzinfo=UTC) + timedelta(days=d) for d in range(50)]  # across a new year
+    forms = ["{Y}-{m:02}-{d:02}T{t}Z", "{Y}-{m:02}-{d:02} {t}", "{Y}-{m:02}-{d:02}T{t}.5+23:59",
+             "{Y}-{m:02}-{d:02}T{t}-23:59", "{Y}-{m:02}-{d:02}T{t}-14:00", "{Y}-{m}-{d}T{t}Z", "{Y}-{m}-{d:02}T{t}Z",
+             "{Y}-{m:02}-{d}T{t}+01:00", "+{Y}-{m:02}-{d:02}T{t}Z", " {Y}-{m:02}-{d:02}T{t}Z", "\t{Y}-{m}-{d} {t}",
+             "\u00a0{Y}-{m:02}-{d:02}T{t}Z ", "\u3000{Y}-{m:02}-{d:02}T{t}Z"]
+    stored = pl.DataFrame({"stored": [form.format(Y=day.year, m=day.month, d=day.day, t=t)
+                                      for day in days for t in ("00:00:00", "12:00:00", "23:59:59") for form in forms]})
+    frame = stored.with_columns(dealt_at=pl.col("stored").str.strip_chars())  # what the log frame holds
+    assert frame.select(ingest.timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
+    ruled_out_some = False
+    for since in [day + timedelta(hours=h) for day in days for h in (0, 13)]:
+        selection = ingest.Selection(since=since)
+        tested = frame.select(kept=selection.predicate(), passes=selection.stored_since(pl.col("stored")))
+        assert tested.filter(pl.col("kept") & ~pl.col("passes")).height == 0, since
+        ruled_out_some |= tested.filter(~pl.col("passes")).height > 0
+    assert ruled_out_some
+
+
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
     """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
     from pipeline import audit
