@@ -1,22 +1,20 @@
 """The regulator report: one self-contained HTML page built from an audit's output directory.
 
 Everything comes from the files the audit wrote (summary.json, findings, quarantines, fairness,
-evidence.json), so `baccarat-audit report DIR` rebuilds it without re-auditing. Charts are drawn by
-matplotlib as inline SVG with their text as text; the page loads nothing from anywhere.
+evidence.json), so `baccarat-audit report DIR` rebuilds it without re-auditing. Charts are inline
+SVG with their text as text (`pipeline.charts`); the page loads nothing from anywhere.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
-import re
 from pathlib import Path
 
 import polars as pl
 
-from pipeline import fairness, integrity, settlement
+from pipeline import charts, fairness, integrity, settlement
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError
 
@@ -56,31 +54,8 @@ def _table(headers: list[str], rows: list[list[object]], numeric: set[int] = fro
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _svg(figure) -> str:
-    import matplotlib.pyplot as plt
-
-    buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(figure)
-    text = buffer.getvalue()
-    # The RDF metadata block names the plotting library and its licence; the page needs none of it.
-    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
-
-
-def _bar_chart(labels: list[str], counts: list[int], title: str, horizontal: bool = True) -> str:
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, max(1.6, 0.32 * len(labels) + 0.8)) if horizontal else (8, 3))
-    if horizontal:
-        axes.barh(labels[::-1], counts[::-1], color="#c62828")
-        axes.set_xlabel("findings")
-    else:
-        axes.bar(labels, counts, color="#c62828", width=0.9)
-        axes.set_ylabel("findings")
-        axes.tick_params(axis="x", labelrotation=60, labelsize=7)
-    axes.set_title(title, loc="left")
-    axes.spines[["top", "right"]].set_visible(False)
-    return f'<div class="chart">{_svg(figure)}</div>'
+def _chart(svg: str) -> str:
+    return f'<div class="chart">{svg}</div>'
 
 
 def _over_time(findings: pl.LazyFrame) -> str:
@@ -93,37 +68,30 @@ def _over_time(findings: pl.LazyFrame) -> str:
     every, unit = ("1h", "hour") if (last - first).total_seconds() <= 3 * 86400 else ("1d", "day")
     buckets = dated.group_by(pl.col("at").dt.truncate(every)).len().sort("at").collect()
     labels = [t.strftime("%Y-%m-%d %H:00" if unit == "hour" else "%Y-%m-%d") for t in buckets["at"]]
-    return _bar_chart(labels, buckets["len"].to_list(), f"Findings per {unit} dealt (UTC)", horizontal=False)
+    return _chart(charts.columns(labels, buckets["len"].to_list(), f"Findings per {unit} dealt (UTC)"))
 
 
 def _outcome_chart(tests: pl.DataFrame) -> str:
-    import matplotlib.pyplot as plt
-
     tables = tests.filter((pl.col("level") == "table") & pl.col("test").is_in(["banker_wins", "player_wins", "ties"]))
     if tables.height == 0:
         return ""
     worst = (tables.group_by("group").agg(pl.col("statistic").abs().max().alias("z"))
              .sort(["z", "group"], descending=[True, False]).head(MOST_TABLES)["group"].sort().to_list())
     shown = tables.filter(pl.col("group").is_in(worst))
-    figure, axes = plt.subplots(figsize=(8, 0.35 * len(worst) + 1.4))
-    colours = {"banker_wins": "#c62828", "player_wins": "#1565c0", "ties": "#2e7d32"}
-    for offset, (test, colour) in zip((-0.22, 0, 0.22), colours.items()):
+    colours = {"banker_wins": charts.RED, "player_wins": charts.BLUE, "ties": charts.GREEN}
+    series = {}
+    for test in colours:
         rows = {r["group"]: r for r in shown.filter(pl.col("test") == test).iter_rows(named=True)}
-        y = [i + offset for i in range(len(worst))]
-        share = [rows[g]["observed"] / rows[g]["rounds"] for g in worst]
-        expected = [rows[g]["expected"] / rows[g]["rounds"] for g in worst]
-        band = [BAND_Z * math.sqrt(e * (1 - e) / rows[g]["rounds"]) for g, e in zip(worst, expected)]
-        axes.errorbar(expected, y, xerr=band, fmt="|", color=colour, alpha=0.45, capsize=3)
-        axes.scatter(share, y, color=colour, s=18, label=test.replace("_", " "), zorder=3)
-    axes.set_yticks(range(len(worst)), worst)
-    axes.invert_yaxis()
-    axes.set_xlabel("share of rounds (dot: observed; bar: exact expectation with 99.9% band)")
-    axes.set_title("Outcomes per table against their exact expectation", loc="left")
-    axes.legend(loc="lower right", fontsize=8)
-    axes.spines[["top", "right"]].set_visible(False)
+        shares = [(rows[g]["observed"] / rows[g]["rounds"], rows[g]["expected"] / rows[g]["rounds"], rows[g]["rounds"])
+                  for g in worst]
+        series[test.replace("_", " ")] = [(share, expected, BAND_Z * math.sqrt(expected * (1 - expected) / rounds))
+                                          for share, expected, rounds in shares]
+    svg = charts.dots(worst, series, {t.replace("_", " "): c for t, c in colours.items()},
+                      "Outcomes per table against their exact expectation",
+                      "share of rounds (dot: observed; bar: exact expectation with 99.9% band)")
     note = ("" if len(worst) == tables["group"].n_unique() else
             f'<p class="muted">The {len(worst)} tables furthest from expectation are drawn; all are in fairness.parquet.</p>')
-    return f'<div class="chart">{_svg(figure)}</div>{note}'
+    return _chart(svg) + note
 
 
 def _verdict(summary: dict) -> str:
@@ -266,11 +234,6 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
 
 def render(out_dir: Path) -> str:
     """The report page for an audit output directory."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: small, selectable, no font files
-    matplotlib.rcParams["svg.hashsalt"] = "baccarat-audit"  # the same output directory, the same page
     out_dir = Path(out_dir)
     try:
         summary = json.loads((out_dir / "summary.json").read_text())
@@ -281,15 +244,15 @@ def render(out_dir: Path) -> str:
     findings = pl.scan_parquet(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
     evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else {}
-    charts = ""
+    drawn = ""
     by_check = findings.group_by("check").len().sort(["len", "check"], descending=[True, False]).collect()
     if by_check.height:
         by_table = (findings.filter(pl.col("table_id").is_not_null()).group_by("table_id").len()
                     .sort(["len", "table_id"], descending=[True, False]).head(MOST_TABLES).collect())
-        charts = (_bar_chart(by_check["check"].to_list(), by_check["len"].to_list(), "Findings by check")
-                  + (_bar_chart(by_table["table_id"].to_list(), by_table["len"].to_list(), "Findings by table")
-                     if by_table.height else "")
-                  + _over_time(findings))
+        drawn = (_chart(charts.bars(by_check["check"].to_list(), by_check["len"].to_list(), "Findings by check"))
+                 + (_chart(charts.bars(by_table["table_id"].to_list(), by_table["len"].to_list(), "Findings by table"))
+                    if by_table.height else "")
+                 + _over_time(findings))
     inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -299,7 +262,7 @@ def render(out_dir: Path) -> str:
         + f'<p class="muted">Started {_e(summary["started_at"])} by {_e(summary["tool"]["name"])} '
           f'{_e(summary["tool"]["version"])}.</p>'
         + _provenance(summary) + _headline(summary)
-        + (f"<h2>Findings at a glance</h2>{charts}" if charts else "")
+        + (f"<h2>Findings at a glance</h2>{drawn}" if drawn else "")
         + _checks(summary, evidence) + _fairness_section(out_dir, summary)
         + _contract(summary) + _quarantine(out_dir, summary)
         + "</body></html>\n"

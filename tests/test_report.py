@@ -41,6 +41,26 @@ def test_the_report_states_the_summary_numbers_and_has_a_section_per_check(sampl
     assert page.count("<svg") >= 4  # by check, by table, over time, outcomes per table
 
 
+def test_the_charts_draw_each_count_to_scale_and_name_it():
+    """Bars in proportion to their counts on an axis of round values, with each label and count as
+    text; dots at their observed shares, over a band around the expected one."""
+    from pipeline import charts
+
+    assert charts.ticks(0, 4300) == [0, 1000, 2000, 3000, 4000, 5000]
+    assert charts.ticks(0.085, 0.47) == pytest.approx([0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    svg = charts.bars(["DUPLICATE_ROUND", "T<1>"], [4300, 1075], "Findings by check")
+    widths = [float(w) for w in re.findall(r'<rect [^>]*width="([\d.]+)"', svg)]
+    assert widths[0] == pytest.approx(4 * widths[1], abs=0.5) and widths[0] < 640  # to 0.1 px
+    assert ">DUPLICATE_ROUND</text>" in svg and ">T&lt;1&gt;</text>" in svg and ">4,300</text>" in svg
+    columns = charts.columns(["2026-11-01", "2026-11-02"], [3, 6], "Findings per day dealt (UTC)")
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([\d.]+)"', columns)]
+    assert heights[1] == pytest.approx(2 * heights[0], abs=0.3)
+    dots = charts.dots(["T01"], {"ties": [(0.2, 0.1, 0.01)]}, {"ties": charts.GREEN}, "Outcomes", "share")
+    observed = float(re.search(r'<circle cx="([\d.]+)" cy="[\d.]+" r="3.5"', dots).group(1))
+    low, high = map(float, re.search(r'<line x1="([\d.]+)" y1="[\d.]+" x2="([\d.]+)"', dots.split("<g ")[1]).groups())
+    assert low < high < observed and (high - low) / (observed - (low + high) / 2) == pytest.approx(0.2, rel=0.01)
+
+
 def test_a_clean_run_says_so_first(clean_log, tmp_path):
     audit.audit(clean_log["parquet"], tmp_path)
     page = (tmp_path / "report.html").read_text()
