@@ -149,9 +149,9 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
     """
     bet_pieces = list(bet_log.pieces(PIECE_ROWS))  # counted from Parquet metadata or CSV line ends
-    # A part holds about half a piece of either log: with a whole piece, the join peaked at 981 MiB for
-    # 10M rounds with bets, with half at 887 MiB, in the same time.
-    part_count = 2 * max(len(pieces), len(bet_pieces))
+    # A part holds about a quarter of a piece of either log, and its settled bets are held whole: with
+    # half a piece, 10M rounds with bets peaked at 1,064 MiB, with a quarter at 858 MiB, in the same time.
+    part_count = 4 * max(len(pieces), len(bet_pieces))
     part = parts.part_of(pl.col("round_id"), part_count)
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, frame)
@@ -165,8 +165,10 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
     for k in range(part_count):
         settled = run.frame(settlement.settle(parts.read(staging / "bets.parts", k),
                                               parts.read(staging / "facts.parts", k), quarantined_rounds, names),
-                            bet_log.path).rechunk()  # pl.format panicked on its joined columns (pola-rs/polars#25339)
-        found = dict(zip(("counts", "findings", "quarantine"), pl.collect_all(settlement.outputs(settled.lazy()).values())))
+                            bet_log.path)
+        # Rechunked: pl.format panicked on the columns of a join's output (pola-rs/polars#25339).
+        outputs = settlement.outputs(settled.rechunk().lazy())
+        found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
         counts.append(found["counts"])
         found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
         found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
