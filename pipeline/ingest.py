@@ -99,19 +99,29 @@ class Selection:
         return any(wanted and column in fixed and fixed[column] not in wanted
                    for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)))
 
-    def stored_since(self, stored: pl.Expr) -> pl.Expr:
-        """A test on dealt_at as stored (untrimmed text) that every row dealt since `since` passes, made
-        of text comparisons only, so that a Parquet reader decides it for a whole file from its
-        statistics: the files of the nights before the window are not read.
+    def stored(self, columns: dict[str, str]) -> pl.Expr:
+        """A test on a file's rows as stored (text not yet trimmed, nor translated by a mapping) that
+        every row the selection keeps passes; `columns` names the columns that are such text, and
+        what the file calls each (a mapping renames them). Put
+        before the trim, it spares the trim of the rows it drops; and on a Parquet file read whole, the
+        reader decodes the other columns only where it holds, and passes over a file whose statistics
+        rule it out (under `since`, the nights before the window).
 
-        A time the contract reads (`timestamp`) starts with its date, year first, and sorts as text by
-        that date, whatever the rest: an offset moves it less than a day, and a month or day written
-        with one digit sorts at or above its two-digit form. Text before the first digit (a space, a
-        sign) sorts below "0" and is kept. No test on `until` is: "2026-9-30" sorts above "2026-10-01".
+        A kept table_id or shoe_id, trimmed, equals a wanted value, so it contains one. A time the
+        contract reads (`timestamp`) starts with its date, year first, and sorts as text by that date
+        whatever the rest: an offset moves it less than a day, and a month or day written with one digit
+        sorts at or above its two-digit form; text before the first digit (a space, a sign) sorts below
+        "0". No such test is made of `until`: "2026-9-30" sorts after "2026-10-01".
         """
-        if self.since is None:
-            return pl.lit(True)
-        return (stored >= (self.since - timedelta(days=1)).date().isoformat()) | (stored < "0")
+        keep = pl.lit(True)
+        for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)):
+            if wanted and column in columns:
+                stored = pl.col(columns[column])
+                keep &= pl.any_horizontal(stored.str.contains(value, literal=True) for value in wanted)
+        if self.since and "dealt_at" in columns:
+            stored = pl.col(columns["dealt_at"])
+            keep &= (stored >= (self.since - timedelta(days=1)).date().isoformat()) | (stored < "0")
+        return keep
 
     def predicate(self) -> pl.Expr:
         keep = pl.lit(True)
@@ -126,8 +136,9 @@ class Selection:
         return keep
 
 
-#: One file's rows by range: (start, count or None for the rest) -> those rows, as `Log.frame` has them.
-Rows = Callable[[int, int | None], pl.LazyFrame]
+#: One file's rows by range: (start, count or None for the rest, narrowed) -> those rows, as `Log.frame`
+#: has them; narrowed (the default), only those that pass the selection's test on stored text.
+Rows = Callable[..., pl.LazyFrame]
 
 
 @dataclass(frozen=True)
@@ -143,7 +154,7 @@ class Log:
     files: tuple[Path, ...]
     formats: tuple[str, ...]
     columns: frozenset[str]
-    ranges: tuple[Rows, ...]  # per file, before the selection: (start, count) -> those rows
+    ranges: tuple[Rows, ...]  # per file: (start, count, narrowed) -> those rows (see `Rows`)
     ruled_out: tuple[bool, ...]  # per file, whether the selection keeps none of its rows (see `_ruled_out`)
     selection: Selection
 
@@ -170,7 +181,7 @@ class Log:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
         its metadata, a CSV file's by its line ends; 0 for a file the selection rules out."""
-        return tuple(0 if out else rows_from(0, None).select(pl.len()).collect().item()
+        return tuple(0 if out else rows_from(0, None, narrowed=False).select(pl.len()).collect().item()
                      for rows_from, out in zip(self.ranges, self.ruled_out))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
@@ -300,18 +311,21 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     file_format = format_of(path)
     try:
         if file_format == "parquet":
+            # The schema from the file's footer: asked of the scan, it keeps later filters from the reader.
+            dtypes = pl.read_parquet_schema(path)
+            names = list(dtypes)
             whole = pl.scan_parquet(path, hive_partitioning=False)
-            names = whole.collect_schema().names()
-            whole = whole.with_columns(malformed=pl.lit(None, pl.String))
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
-                return whole.slice(start, count)  # the cut reaches the Parquet scan
+                # The cut reaches the Parquet scan. A file read whole is not cut: a cut, even of
+                # nothing, keeps a filter from the reader (see `Selection.stored`).
+                return whole if (start, count) == (0, None) else whole.slice(start, count)
         else:
             whole, names = _scan_csv(path)
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
                 return _scan_csv(path, start, count)[0]
-        dtypes = whole.collect_schema()
+            dtypes = whole.collect_schema()
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file ({_first_line(error)})") from None
     renames = {}
@@ -327,7 +341,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]
     typed = {c for c in present if dtypes[c].is_numeric()}  # numbers become text as they are: no space to trim
-    trimmed = {c: (pl.col(c).cast(pl.String) if c in typed else pl.col(c).cast(pl.String).str.strip_chars())
+    # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.
+    stored_as = {target: source for source, target in renames.items()}
+    column = {c: pl.col(stored_as.get(c, c)).cast(pl.String) for c in present}
+    trimmed = {c: (column[c] if c in typed else column[c].str.strip_chars())
                if c in names else pl.lit(partitions.get(c), pl.String) for c in columns(contract_name)}
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
     finished = {c: pl.when(pl.col(c) != "").then(pl.col(c)) for c in present if c not in typed}
@@ -335,9 +352,18 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         finished |= {c: finished.get(c, pl.col(c)).replace(table) for c, table in mapping.values.items()
                      if c in trimmed}
 
-    def shaped(rows: pl.LazyFrame, first_row: int) -> pl.LazyFrame:
-        rows = rows.with_row_index("source_row", offset=first_row).select(
-            pl.lit(str(path)).alias("source_file"), "source_row", "malformed", **trimmed).with_columns(**finished)
+    as_stored = {c: stored_as.get(c, c) for c in present
+                 if dtypes[c] == pl.String and not (mapping and c in mapping.values)}
+    # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
+    malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String).alias("malformed")
+
+    def shaped(rows: pl.LazyFrame, first_row: int, narrowed: bool = True) -> pl.LazyFrame:
+        """The rows as `Log.frame` has them; `narrowed`, only those that pass `Selection.stored`."""
+        rows = rows.with_row_index("source_row", offset=first_row)
+        if narrowed and selection:
+            rows = rows.filter(selection.stored(as_stored))
+        rows = rows.select(pl.lit(str(path)).alias("source_file"), "source_row", malformed, **trimmed
+                           ).with_columns(**finished)
         # Parquet strings are UTF-8 by the format's rules.
         return flag_not_utf8(rows, present) if file_format == "csv" else rows
 
@@ -345,13 +371,11 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     ruled_out = selection.rules_out(translated)
     if selection and not ruled_out and file_format == "parquet":
-        stored = whole.rename(renames)
-        if dtypes.get("dealt_at") == pl.String and "dealt_at" not in (mapping.values if mapping else {}):
-            stored = stored.filter(selection.stored_since(pl.col("dealt_at")))  # decided by statistics
-        kept = shaped(stored, 1).filter(selection.predicate()).select("source_row").head(1)
+        kept = shaped(whole, 1).filter(selection.predicate()).select("source_row").head(1)
         ruled_out = collect(path, [kept])[0].height == 0
     return _Opened([*names, *partitions], file_format,
-                   lambda start, count: shaped(read(start, count).rename(renames), start + 1), ruled_out)
+                   lambda start, count, narrowed=True: shaped(read(start, count), start + 1, narrowed),
+                   ruled_out)
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
@@ -364,12 +388,12 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     naming the file. Other columns are ignored. A selection narrows the rows before anything is read,
     and rules out a file it keeps no row of: by the file's Hive folders (table_id, shoe_id), or, in
     Parquet, by a read of the few columns it tests, in which the files of nights before `since` are
-    skipped by their statistics (see `Selection.stored_since`).
+    skipped by their statistics (see `Selection.stored`).
     """
     label, files = expand(inputs)
     opened = [_open(path, contract_name, mapping, selection) for path in files]
     for path, one in zip(files, opened):
-        if not _has_rows(path, one.rows(0, None)):
+        if not _has_rows(path, one.rows(0, None, narrowed=False)):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,

@@ -193,6 +193,25 @@ def test_a_time_window_reads_only_the_parquet_files_that_hold_rounds_in_it(tmp_p
     assert _findings(tmp_path / "narrowed").drop("source_file").equals(_findings(tmp_path / "every_row").drop("source_file"))
 
 
+def test_a_selection_reads_mapped_parquet_files_as_it_reads_the_mapped_csv(tmp_path):
+    """A mapping renames the columns the test on stored text reads (table, time): the Parquet file
+    with no round since 20:00 is ruled out, the other narrowed, and the audit is the CSV log's."""
+    provider = pl.read_csv(ASSETS.parent.parent / "data" / "provider_b_rounds.csv", infer_schema=False)
+    (tmp_path / "logs").mkdir()
+    provider.head(100).write_parquet(tmp_path / "logs" / "a.parquet")  # dealt 18:00 to 19:22
+    provider.slice(100).write_parquet(tmp_path / "logs" / "b.parquet")
+    evening = ingest.Selection(tables=("T01",), since=datetime(2026, 11, 1, 20, tzinfo=UTC))
+    options = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"), selection=evening)
+    assert ingest.scan(tmp_path / "logs", "round_log", options.mapping, evening).ruled_out == (True, False)
+    parquet = audit.audit(tmp_path / "logs", tmp_path / "parquet", options)
+    csv = audit.audit(ASSETS.parent.parent / "data" / "provider_b_rounds.csv", tmp_path / "csv", options)
+    expected = provider.filter(pl.col("time") >= "2026-11-01T20:00:00Z").height
+    assert parquet.summary["rows_read"] == csv.summary["rows_read"] == expected > 0
+    same = ["round_id", "check", "expected", "recorded"]
+    assert _findings(tmp_path / "parquet").select(same).equals(_findings(tmp_path / "csv").select(same))
+    assert parquet.summary["rounds_flagged"] > 0
+
+
 def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
     data = ASSETS.parent.parent / "data"
     narrowed = audit.audit(str(data / "round*.parquet"), tmp_path, audit.Options(

@@ -157,10 +157,11 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     assert ingest.with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
 
 
-def test_the_stored_since_test_keeps_every_row_dealt_since(tmp_path):
-    """`Selection.stored_since` rules out Parquet files by their statistics, before any trim or parse:
+def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
+    """`Selection.stored` runs before the trim, and on Parquet rules out whole files by their statistics:
     every spelling the contract reads as a time in the window must pass it, padded or not, with an
-    offset, a sign or spaces around it; and it must still rule out most earlier days."""
+    offset, a sign or spaces around it, and every table_id the selection keeps; and it must still rule
+    out most earlier days and other tables."""
     from datetime import UTC, datetime, timedelta
 
     from pipeline import ingest
@@ -170,16 +171,21 @@ def test_the_stored_since_test_keeps_every_row_dealt_since(tmp_path):
              "{Y}-{m:02}-{d:02}T{t}-23:59", "{Y}-{m:02}-{d:02}T{t}-14:00", "{Y}-{m}-{d}T{t}Z", "{Y}-{m}-{d:02}T{t}Z",
              "{Y}-{m:02}-{d}T{t}+01:00", "+{Y}-{m:02}-{d:02}T{t}Z", " {Y}-{m:02}-{d:02}T{t}Z", "\t{Y}-{m}-{d} {t}",
              "\u00a0{Y}-{m:02}-{d:02}T{t}Z ", "\u3000{Y}-{m:02}-{d:02}T{t}Z"]
-    stored = pl.DataFrame({"stored": [form.format(Y=day.year, m=day.month, d=day.day, t=t)
-                                      for day in days for t in ("00:00:00", "12:00:00", "23:59:59") for form in forms]})
-    frame = stored.with_columns(dealt_at=pl.col("stored").str.strip_chars())  # what the log frame holds
-    assert frame.select(ingest.timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
+    texts = [form.format(Y=day.year, m=day.month, d=day.day, t=t)
+             for day in days for t in ("00:00:00", "12:00:00", "23:59:59") for form in forms]
+    tables = [" T01", "T01 ", "T02", "\u00a0T10\t", "T1"] * (len(texts) // 5)
+    stored = pl.DataFrame({"dealt_at": texts[:len(tables)], "table_id": tables})
+    trimmed = stored.select(pl.all().str.strip_chars())  # what the log frame holds
+    assert trimmed.select(ingest.timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
     ruled_out_some = False
     for since in [day + timedelta(hours=h) for day in days for h in (0, 13)]:
-        selection = ingest.Selection(since=since)
-        tested = frame.select(kept=selection.predicate(), passes=selection.stored_since(pl.col("stored")))
-        assert tested.filter(pl.col("kept") & ~pl.col("passes")).height == 0, since
-        ruled_out_some |= tested.filter(~pl.col("passes")).height > 0
+        for wanted in (("T01",), ("T10", "T02")):
+            selection = ingest.Selection(tables=wanted, since=since)
+            kept = trimmed.select(selection.predicate())
+            passes = stored.select(selection.stored({"dealt_at": "dealt_at", "table_id": "table_id"}))
+            tested = pl.DataFrame({"kept": kept.to_series(), "passes": passes.to_series()})
+            assert tested.filter(pl.col("kept") & ~pl.col("passes")).height == 0, (since, wanted)
+            ruled_out_some |= tested.filter(~pl.col("passes")).height > 0
     assert ruled_out_some
 
 
