@@ -84,15 +84,17 @@ def load_mapping(name_or_path: str | Path) -> Mapping:
 
 @dataclass(frozen=True)
 class Selection:
-    """Narrowing for an investigation, pushed down into the scan: rows outside it are not read."""
+    """Narrowing for an investigation, pushed down into the scan: rows outside it are not read.
+    `rounds` is `explain`'s: the rows of one round_id."""
 
     tables: tuple[str, ...] = ()
     shoes: tuple[str, ...] = ()
     since: datetime | None = None
     until: datetime | None = None
+    rounds: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.tables or self.shoes or self.since or self.until)
+        return bool(self.tables or self.shoes or self.since or self.until or self.rounds)
 
     def rules_out(self, fixed: dict[str, str]) -> bool:
         """Whether no row of a file whose table_id or shoe_id is `fixed` (by its Hive folders) is kept."""
@@ -107,14 +109,14 @@ class Selection:
         reader decodes the other columns only where it holds, and passes over a file whose statistics
         rule it out (under `since`, the nights before the window).
 
-        A kept table_id or shoe_id, trimmed, equals a wanted value, so it contains one. A time the
+        A kept table_id, shoe_id or round_id, trimmed, equals a wanted value, so it contains one. A time the
         contract reads (`timestamp`) starts with its date, year first, and sorts as text by that date
         whatever the rest: an offset moves it less than a day, and a month or day written with one digit
         sorts at or above its two-digit form; text before the first digit (a space, a sign) sorts below
         "0". No such test is made of `until`: "2026-9-30" sorts after "2026-10-01".
         """
         keep = pl.lit(True)
-        for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)):
+        for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes), ("round_id", self.rounds)):
             if wanted and column in columns:
                 stored = pl.col(columns[column])
                 keep &= pl.any_horizontal(stored.str.contains(value, literal=True) for value in wanted)
@@ -129,6 +131,8 @@ class Selection:
             keep &= pl.col("table_id").is_in(list(self.tables))
         if self.shoes:
             keep &= pl.col("shoe_id").is_in(list(self.shoes))
+        if self.rounds:
+            keep &= pl.col("round_id").is_in(list(self.rounds))
         if self.since:
             keep &= timestamp(pl.col("dealt_at")) >= self.since
         if self.until:
@@ -481,9 +485,10 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mapping | None = None) -> list[dict]:
-    """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round."""
-    log = scan(path, contract_name, mapping)
-    wanted = log.frame.filter(pl.col("round_id") == round_id)
+    """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round:
+    narrowed as `--table` narrows an audit, so a Parquet reader decodes little but the round_ids."""
+    log = scan(path, contract_name, mapping, Selection(rounds=(round_id,)))
+    wanted = log.frame
     if contract_name == "round_log":
         wanted = parse_rounds(wanted)
     return collect(log.path, [wanted])[0].to_dicts()

@@ -89,6 +89,18 @@ def test_explain_json_shows_every_copy_of_a_duplicate_and_quarantined_rows():
     assert quarantined == [{"round_id": "R9", "source_row": 9, "quarantined": "player_card_3 'ZZ' is not a card"}]
 
 
+def test_explain_finds_every_copy_across_parquet_files_whatever_the_spaces_around_the_id(tmp_path):
+    """explain narrows the log to the round before the trim: a copy stored as " R1 " is still found,
+    and a file without the round is passed over."""
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False)
+    (tmp_path / "logs").mkdir()
+    log.filter(pl.col("round_id") != "R1").write_parquet(tmp_path / "logs" / "a.parquet")
+    log.with_columns(round_id=pl.when(pl.col("round_id") == "R1").then(pl.lit(" R1 ")).otherwise("round_id")
+                     ).write_parquet(tmp_path / "logs" / "b.parquet")
+    explained = json.loads(run("explain", tmp_path / "logs", "R1", "--json").output)
+    assert [e["source_row"] for e in explained] == [1, 10]  # both in b.parquet: a.parquet holds no R1
+
+
 def test_explain_of_an_unknown_round_exits_2():
     result = run("explain", ASSETS / "mixed_notation.csv", "NOPE")
     assert result.exit_code == 2
