@@ -321,9 +321,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             whole = pl.scan_parquet(path, hive_partitioning=False)
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
-                # The cut reaches the Parquet scan. A file read whole is not cut: a cut, even of
-                # nothing, keeps a filter from the reader (see `Selection.stored`).
-                return whole if (start, count) == (0, None) else whole.slice(start, count)
+                return whole.slice(start, count)  # the cut reaches the Parquet scan
         else:
             whole, names = _scan_csv(path)
 
@@ -361,25 +359,38 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
     malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String).alias("malformed")
 
-    def shaped(rows: pl.LazyFrame, first_row: int, narrowed: bool = True) -> pl.LazyFrame:
-        """The rows as `Log.frame` has them; `narrowed`, only those that pass `Selection.stored`."""
+    def shaped(rows: pl.LazyFrame, first_row: int, keep: pl.Expr | None) -> pl.LazyFrame:
+        """The rows as `Log.frame` has them, those that pass `keep` (on the stored rows, numbered)."""
         rows = rows.with_row_index("source_row", offset=first_row)
-        if narrowed and selection:
-            rows = rows.filter(selection.stored(as_stored))
+        if keep is not None:
+            rows = rows.filter(keep)
         rows = rows.select(pl.lit(str(path)).alias("source_file"), "source_row", malformed, **trimmed
                            ).with_columns(**finished)
         # Parquet strings are UTF-8 by the format's rules.
         return flag_not_utf8(rows, present) if file_format == "csv" else rows
 
-    # A range is cut from the file before the row numbers are added, so that the cut reaches the reader.
+    def ranged(start: int, count: int | None, narrowed: bool = True) -> pl.LazyFrame:
+        """The rows `start` to `start + count`; `narrowed`, only those that pass `Selection.stored`.
+
+        A range is cut before the rows are numbered, so that the cut reaches the reader; but a cut keeps
+        a filter from a Parquet reader, so a narrowed Parquet range is cut by row number in the filter
+        (the ten pieces of a 10M-round file, narrowed to a table: 0.50 s read with cuts, 0.14 s so).
+        """
+        if not (narrowed and selection):
+            return shaped(read(start, count), start + 1, None)
+        stored = selection.stored(as_stored)
+        if file_format == "csv":
+            return shaped(read(start, count), start + 1, stored)
+        row = pl.col("source_row")
+        within = row > start if count is None else (row > start) & (row <= start + count)
+        return shaped(whole, 1, stored & within)
+
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     ruled_out = selection.rules_out(translated)
     if selection and not ruled_out and file_format == "parquet":
-        kept = shaped(whole, 1).filter(selection.predicate()).select("source_row").head(1)
+        kept = ranged(0, None).filter(selection.predicate()).select("source_row").head(1)
         ruled_out = collect(path, [kept])[0].height == 0
-    return _Opened([*names, *partitions], file_format,
-                   lambda start, count, narrowed=True: shaped(read(start, count), start + 1, narrowed),
-                   ruled_out)
+    return _Opened([*names, *partitions], file_format, ranged, ruled_out)
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,

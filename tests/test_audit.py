@@ -236,6 +236,22 @@ def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format,
                        pl.read_parquet(tmp_path / "cut" / "fairness.parquet"), check_exact=False, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("file_format", ["parquet", "csv"])
+def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path, monkeypatch):
+    """A narrowed Parquet piece is cut by row number in its filter, not by a slice: where the cuts fall
+    must change nothing, and the rows kept are those the narrowing keeps."""
+    table = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").is_not_null())["table_id"][0]
+    narrowed = audit.Options(validate=False, selection=ingest.Selection(tables=(table,)))
+    whole = audit.audit(faulted_log[file_format], tmp_path / "whole", narrowed)
+    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    cut = audit.audit(faulted_log[file_format], tmp_path / "cut", narrowed)
+    expected = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").str.strip_chars() == table).height
+    assert whole.summary["rows_read"] == cut.summary["rows_read"] == expected > 0
+    assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
+    for name in ("findings.parquet", "quarantine.parquet"):
+        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
+
+
 def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
     """The same log in two files: every round_id is on two rows, and each row of each file is flagged."""
     for name in ("a", "b"):
