@@ -1,6 +1,7 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
 Python replay), with and without the Great Expectations contract, the checks across rounds (integrity
-and fairness) and the settlement of the bets, and the nightly job with all of them, on generated logs.
+and fairness) and the settlement of the bets, the nightly job with all of them, and an investigator's
+narrowed audit (one table on one night), on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
@@ -14,6 +15,7 @@ import resource
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -22,6 +24,9 @@ from pipeline import audit, coup, generate, ingest, integrity
 from pipeline.checks import PER_ROUND
 
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
+#: An investigator's question: one table on one night (of the nine nights the generated rounds span).
+ONE_NIGHT = ingest.Selection(tables=("T03",), since=datetime(2026, 11, 4, tzinfo=UTC),
+                             until=datetime(2026, 11, 4, 23, 59, 59, tzinfo=UTC))
 
 
 def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
@@ -83,6 +88,8 @@ def one(task: str, path: Path, out: Path) -> dict:
         audit.audit(path, out, audit.Options(validate=False))
     elif task == "audit-per-round":
         audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
+    elif task == "one-night":
+        audit.audit(path, out, audit.Options(validate=False, selection=ONE_NIGHT))
     elif task == "audit+bets":
         audit.audit(path, out, audit.Options(validate=False, bets=bets))
     elif task == "audit+contract":
@@ -122,7 +129,7 @@ def main() -> None:
           f"polars {pl.__version__}")
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
-        tasks = ["read", "audit-per-round", "audit", "audit+bets", "audit+contract", "nightly"]
+        tasks = ["read", "audit-per-round", "audit", "one-night", "audit+bets", "audit+contract", "nightly"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}
@@ -134,6 +141,7 @@ def main() -> None:
                   f"peak {f['peak_mib']:7.0f} MiB")
         base = figures["audit"]["seconds"]
         print(f"  audit / bare read           {base / figures['read']['seconds']:6.1f}x")
+        print(f"  one table's night / audit   {figures['one-night']['seconds'] / base:6.2f}x")
         print(f"  audit+contract / audit      {figures['audit+contract']['seconds'] / base:6.2f}x")
         print(f"  integrity and fairness cost "
               f"{base - figures['audit-per-round']['seconds']:6.2f} s "
