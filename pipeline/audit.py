@@ -172,10 +172,24 @@ def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], co
         counts.append(found["counts"])
         found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
         found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
-    in_order = ["source_file", "source_row"]  # the parts are in round_id hash order
-    for name in ("findings.bets", "bets_quarantine"):
-        run.sink(f"{name}.parquet", pl.scan_parquet(staging / name / "*.parquet").sort(in_order), label)
+    for name in ("findings.bets", "bets_quarantine"):  # the parts are in round_id hash order
+        _sink_in_log_order(pl.scan_parquet(staging / name / "*.parquet"), bet_log, f"{name}.parquet", run)
     return settlement.bet_totals(pl.concat(counts))
+
+
+def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries) -> None:
+    """`rows` of `log` (one at most per row of it, in no order) sunk to `name` by file and row: a piece
+    of the log's rows sorted at a time, then the sorted pieces joined end to end. Sorted at once, the
+    bet findings of 10M rounds with bets (430,000 rows of text) took the audit's peak to 952 MiB."""
+    (run.staging / f"{name}.pieces").mkdir()
+    written = []
+    for file, count in sorted(zip(map(str, log.files), log.rows_per_file)):
+        for start in range(0, count, PIECE_ROWS):
+            written.append(f"{name}.pieces/{len(written):06d}.parquet")
+            in_piece = (pl.col("source_file") == file) & pl.col("source_row").is_between(start + 1, start + PIECE_ROWS)
+            run.sink(written[-1], rows.filter(in_piece).sort("source_row"), log.path)
+    joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written]) if written else rows
+    run.sink(name, joined, log.path)
 
 
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:

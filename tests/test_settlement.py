@@ -148,7 +148,7 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
     paths = generate.write(log, tmp_path / "log")
     options = audit.Options(validate=False, bets=paths["bets_parquet"])
     whole = audit.audit(paths["parquet"], tmp_path / "whole", options)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 2 * 3000 / 500 parts of bets
+    monkeypatch.setattr(audit, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets
     cut = audit.audit(paths["parquet"], tmp_path / "cut", options)
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
     for key in ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "findings"):
