@@ -103,17 +103,17 @@ class Selection:
 
     def stored(self, columns: dict[str, str]) -> pl.Expr:
         """A test on a file's rows as stored (text not yet trimmed, nor translated by a mapping) that
-        every row the selection keeps passes; `columns` names the columns that are such text, and
-        what the file calls each (a mapping renames them). Put
-        before the trim, it spares the trim of the rows it drops; and on a Parquet file read whole, the
-        reader decodes the other columns only where it holds, and passes over a file whose statistics
-        rule it out (under `since`, the nights before the window).
+        every row the selection keeps passes; `columns` names the columns that are such text, and what
+        the file calls each (a mapping renames them). Put before the trim, it spares the trim of the
+        rows it drops; and in a Parquet file, the reader decodes the other columns only where it holds,
+        and passes over the row groups whose statistics rule it out (under `since`, the nights before
+        the window).
 
-        A kept table_id, shoe_id or round_id, trimmed, equals a wanted value, so it contains one. A time the
-        contract reads (`timestamp`) starts with its date, year first, and sorts as text by that date
-        whatever the rest: an offset moves it less than a day, and a month or day written with one digit
-        sorts at or above its two-digit form; text before the first digit (a space, a sign) sorts below
-        "0". No such test is made of `until`: "2026-9-30" sorts after "2026-10-01".
+        A kept table_id, shoe_id or round_id, trimmed, equals a wanted value, so it contains one. A
+        time the contract reads (`timestamp`) starts with its date, year first, and sorts as text by
+        that date whatever the rest: an offset moves it less than a day, and a month or day written
+        with one digit sorts at or above its two-digit form; text before the first digit (a space, a
+        sign) sorts below "0". No such test is made of `until`: "2026-9-30" sorts after "2026-10-01".
         """
         keep = pl.lit(True)
         for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes), ("round_id", self.rounds)):
@@ -159,7 +159,7 @@ class Log:
     formats: tuple[str, ...]
     columns: frozenset[str]
     ranges: tuple[Rows, ...]  # per file: (start, count, narrowed) -> those rows (see `Rows`)
-    ruled_out: tuple[bool, ...]  # per file, whether the selection keeps none of its rows (see `_ruled_out`)
+    ruled_out: tuple[bool, ...]  # per file, whether the selection keeps none of its rows (see `scan`)
     selection: Selection
 
     @property
