@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from functools import partial
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +27,7 @@ from pipeline import (__version__, cards, contract, evidence, fairness, ingest, 
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
-from pipeline.findings import FINDINGS_SCHEMA, id_key, in_log_order, repeated_keys, round_findings
+from pipeline.findings import id_key, in_log_order, repeated_keys, round_findings
 from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
