@@ -137,6 +137,14 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
         staged = prepared(piece.with_row_index("log_row", offset=rows), options.profile)
         _Queries(staging).sink(f"{STAGED}/{i:06d}.parquet", staged, log.path, **STAGING_PARQUET)
         rows += pl.scan_parquet(staging / STAGED / f"{i:06d}.parquet").select(pl.len()).collect().item()
+    require_rows(log, rows)
+
+
+def require_rows(log: ingest.Log, rows: int) -> None:
+    """A narrowing that keeps no row stops the run: an audit of nothing would pass as clean. (A file
+    without rows already stopped `ingest.scan`.)"""
+    if not rows:
+        raise InputError(f"{log.path}: no row is in the selection ({log.selection}); nothing to audit")
 
 
 def _check_bets(bet_log: ingest.Log, label: Path, pieces: list[pl.LazyFrame], copies: pl.DataFrame,
@@ -273,8 +281,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
+    staging = staging_in(out_dir)
     try:
         _stage(log, options, staging)
         names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
@@ -302,6 +309,16 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
+
+
+def staging_in(out_dir: Path) -> Path:
+    """A new staging folder inside `out_dir` (made if need be), where the outputs are written until
+    `publish`; an InputError naming the directory when it cannot be made or written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
+    except OSError as error:
+        raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
 
 
 def add_contract(summary: dict, validated: dict[str, dict]) -> None:

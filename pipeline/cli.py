@@ -49,11 +49,18 @@ def _mapping(name: str | None) -> ingest.Mapping | None:
     return None if name is None else ingest.load_mapping(name)
 
 
-def _window(start: datetime | None, end: datetime | None) -> contract.Window:
+def _window(start: datetime | None, end: datetime | None, options: str = "--window-start/--window-end"
+            ) -> contract.Window:
+    """Two bounds given as UTC (without a zone, taken as UTC); an end before the start is a usage error,
+    not an empty window to audit."""
     def utc(moment: datetime | None) -> datetime | None:
         return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
 
-    return contract.Window(utc(start), utc(end))
+    window = contract.Window(utc(start), utc(end))
+    if window.start and window.end and window.start > window.end:
+        first, second = options.split("/")
+        raise _fail(InputError(f"{first} {window.start.isoformat()} is after {second} {window.end.isoformat()}"))
+    return window
 
 
 @app.command()
@@ -84,7 +91,7 @@ def audit(
     started = time.perf_counter()
     if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
-    narrowed = _window(since, until)
+    narrowed = _window(since, until, "--since/--until")
     with progress.phases(enabled=not quiet and engine == "polars") as on_phase:
         try:
             options = audit_run.Options(
@@ -142,6 +149,11 @@ def validate(
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
+        if docs is not None:  # made first: Great Expectations would log a traceback for each page it cannot write
+            try:
+                docs.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise InputError(f"{docs}: cannot write the Data Docs here ({error.strerror})") from None
         with tempfile.TemporaryDirectory() as scratch:
             subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
                                        sum(opened.rows_per_file))
@@ -273,5 +285,8 @@ def main() -> None:
         code = EXIT_CANNOT_RUN
     except typer.Abort:
         typer.echo("error: interrupted", err=True)
+        code = EXIT_CANNOT_RUN
+    except OSError as error:  # an output that cannot be written (a folder that cannot be made, a full disk)
+        typer.echo(f"error: {error.filename or 'output'}: cannot be written ({error.strerror or error})", err=True)
         code = EXIT_CANNOT_RUN
     sys.exit(code or 0)

@@ -96,6 +96,13 @@ class Selection:
     def __bool__(self) -> bool:
         return bool(self.tables or self.shoes or self.since or self.until or self.rounds)
 
+    def __str__(self) -> str:
+        """The narrowing as the command line states it, for messages."""
+        return " ".join([*(f"--table {t}" for t in self.tables), *(f"--shoe {s}" for s in self.shoes),
+                         *(f"--{name} {moment.isoformat()}" for name, moment in (("since", self.since),
+                                                                                 ("until", self.until)) if moment),
+                         *(f"round_id {r}" for r in self.rounds)])
+
     def rules_out(self, fixed: dict[str, str]) -> bool:
         """Whether no row of a file whose table_id or shoe_id is `fixed` (by its Hive folders) is kept."""
         return any(wanted and column in fixed and fixed[column] not in wanted
@@ -185,8 +192,8 @@ class Log:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
         its metadata, a CSV file's by its line ends; 0 for a file the selection rules out."""
-        return tuple(0 if out else rows_from(0, None, narrowed=False).select(pl.len()).collect().item()
-                     for rows_from, out in zip(self.ranges, self.ruled_out))
+        return tuple(0 if out else collect(path, [rows_from(0, None, narrowed=False).select(pl.len())])[0].item()
+                     for path, rows_from, out in zip(self.files, self.ranges, self.ruled_out))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
@@ -465,7 +472,23 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     try:
         return pl.collect_all(frames)
     except pl.exceptions.PolarsError as error:
+        row = _spanning_row(path) if isinstance(error, pl.exceptions.ShapeError) else None
+        if row is not None:
+            raise InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
+                             "records that span lines are not supported") from None
         raise InputError(f"{path}: could not be read to the end ({_first_line(error)})") from None
+
+
+def _spanning_row(path: Path) -> int | None:
+    """The first row of a CSV file whose line holds an odd number of quotes: a record that runs on to
+    the next line, which the reader takes as one record where `csv_records` counts two lines (so their
+    lengths differ). Looked for only once that has happened."""
+    if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
+        return None
+    lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, schema={"line": pl.String},
+                        encoding="utf8-lossy").with_row_index("row")
+    odd = lines.filter(pl.col("line").str.count_matches('"') % 2 == 1).select("row").head(1).collect()
+    return odd["row"].item() if odd.height else None
 
 
 CARD_COLUMNS = tuple(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))

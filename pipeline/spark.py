@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -369,11 +368,14 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
+    for opened in (log, bet_log) if bet_log is not None else (log,):
+        # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
+        # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
+        opened.rows_per_file
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
+    staging = polars_engine.staging_in(out_dir)
     try:
         spark = session(master)
         try:
@@ -410,6 +412,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
     counted = polars_engine.round_counts(outputs["tallies"])
     rows = counted["rounds"]["rows_read"].item()
+    polars_engine.require_rows(log, rows)
     per_round = outputs["findings"]
     quarantine = outputs["quarantine"].sort("source_file", "source_row")
     quarantine.write_parquet(staging / "quarantine.parquet")

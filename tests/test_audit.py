@@ -10,6 +10,7 @@ from conftest import ASSETS
 from datetime import UTC, datetime
 
 from pipeline import audit, ingest
+from pipeline.errors import InputError
 
 QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
 
@@ -262,10 +263,19 @@ def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
     assert result.summary["rounds_flagged"] == 12000
 
 
-def test_a_selection_that_matches_nothing_audits_nothing_cleanly(tmp_path):
+def test_a_selection_that_matches_nothing_stops_the_run_rather_than_pass_as_clean(tmp_path):
     data = ASSETS.parent.parent / "data"
-    result = audit.audit(data / "rounds.csv", tmp_path, audit.Options(
-        validate=False, selection=ingest.Selection(tables=("NO-SUCH-TABLE",))))
-    assert (result.summary["rows_read"], result.summary["rounds_flagged"], result.exit_code) == (0, 0, 0)
-    assert result.summary["fairness"]["tables"] == [] and (tmp_path / "report.html").is_file()
+    with pytest.raises(InputError, match=r"rounds\.csv: no row is in the selection \(--table NO-SUCH-TABLE\)"):
+        audit.audit(data / "rounds.csv", tmp_path, audit.Options(
+            validate=False, selection=ingest.Selection(tables=("NO-SUCH-TABLE",))))
+    assert list(tmp_path.iterdir()) == []  # no outputs, and the staging folder removed
+
+
+def test_a_log_of_which_every_row_is_quarantined_audits_no_round(tmp_path):
+    log = tmp_path / "rounds.csv"
+    log.write_text("round_id,shoe_id,player_card_1,player_card_2,player_card_3,banker_card_1,banker_card_2,banker_card_3\n"
+                   "R1,S1,XX,2,,3,4,\n")  # no suits, and no round to tell them by
+    result = audit.audit(log, tmp_path / "out", audit.Options(validate=False))
+    assert (result.summary["rows_read"], result.summary["rounds_audited"], result.summary["rows_quarantined"],
+            result.exit_code) == (1, 0, 1, 1)
     assert result.summary["checks"]["CARD_COUNT"] == "ran"  # not "the log records no suits"

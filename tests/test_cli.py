@@ -15,6 +15,9 @@ from pipeline.cli import app
 runner = CliRunner()
 
 
+HEADER = "round_id,player_card_1,player_card_2,player_card_3,banker_card_1,banker_card_2,banker_card_3"
+
+
 def _write(path, text):
     path.write_text(text)
     return path
@@ -46,6 +49,8 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
         (lambda d: _write(d / "log.json", "{}"), "neither CSV (.csv) nor Parquet"),
         (lambda d: _write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),
          "required column banker_card_1, player_card_2"),
+        (lambda d: _write(d / "span.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\n\"R\n2\",KS,2S,,3S,4S,\nR3,KS,2S,,3S,4S,\n"),
+         "span.csv: row 2 opens a quoted field that its line does not close"),
     ],
 )
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
@@ -59,6 +64,35 @@ def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, mess
     assert completed.stdout == ""
     assert completed.stderr.count("\n") == 1 and message in completed.stderr, completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+LOG = ASSETS / "mixed_notation.csv"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["audit", LOG, "--out", "{tmp}/out", "--table", "NOPE"],
+         "no row is in the selection (--table NOPE); nothing to audit"),
+        (["audit", LOG, "--out", "{tmp}/out", "--since", "2026-12-01", "--until", "2026-11-01"],
+         "--since 2026-12-01T00:00:00+00:00 is after --until 2026-11-01T00:00:00+00:00"),
+        (["validate", LOG, "--window-start", "2026-12-01", "--window-end", "2026-11-01"],
+         "--window-start 2026-12-01T00:00:00+00:00 is after --window-end"),
+        (["audit", LOG, "--out", "{tmp}/a-file/out"], "a-file/out: cannot write the output directory"),
+        (["validate", LOG, "--docs", "{tmp}/a-file/docs"], "a-file/docs: cannot write the Data Docs here"),
+        (["generate", "--rounds", "10", "--seed", "1", "--fault-rate", "0", "--out", "{tmp}/a-file/logs"],
+         "a-file/logs: cannot be written"),
+    ],
+)
+def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tmp_path, args, message):
+    """An empty narrowing would pass as a clean audit of nothing; an output folder under a file cannot be made."""
+    _write(tmp_path / "a-file", "not a folder")
+    completed = subprocess.run([sys.executable, "-m", "pipeline", *(str(a).format(tmp=tmp_path) for a in args)],
+                               capture_output=True, text=True)
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stderr.startswith("error: ") and completed.stderr.count("\n") == 1, completed.stderr
+    assert message in completed.stderr, completed.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").glob("*.parquet"))
 
 
 def test_unknown_option_is_one_line_and_exit_2(tmp_path):

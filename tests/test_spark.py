@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
 from pipeline import audit, generate, ingest
+from pipeline.errors import InputError
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (.ci/run installs it)")
 if shutil.which("java") is None:
@@ -125,3 +126,17 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     assert on_spark.equals(on_polars.with_columns(log_row=log_row).select(columns).cast(on_spark.schema))
     assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5]
     assert on_spark.filter(pl.col("source_row") == 1)["source_file"].to_list() == [str(path) for path in files]
+
+
+@pytest.mark.parametrize(("selection", "bets", "message"), [
+    (ingest.Selection(), "span.csv", r"span\.csv: row 2 opens a quoted field that its line does not close"),
+    (ingest.Selection(tables=("NO-SUCH-TABLE",)), None, r"no row is in the selection \(--table NO-SUCH-TABLE\)"),
+])
+def test_spark_stops_with_the_polars_engines_one_line(tmp_path, selection, bets, message):
+    """Input the polars engine cannot audit stops the Spark engine with the same InputError (exit 2), not
+    with a task's failure: a CSV bet record that spans lines (counted on the driver first) and a narrowing
+    that keeps no row."""
+    (tmp_path / "span.csv").write_text('round_id,bet_id,bet_type,stake,paid\nR1,B1,PLAYER,10,20\n"R\n1",B2,TIE,10,0\n')
+    options = audit.Options(validate=False, selection=selection, bets=bets and tmp_path / bets)
+    with pytest.raises(InputError, match=message):
+        spark.audit(ASSETS.parent.parent / "data" / "rounds.csv", tmp_path / "out", options, master="local[2]")
