@@ -352,7 +352,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     typed = {c for c in present if dtypes[c].is_numeric()}  # numbers become text as they are: no space to trim
     # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.
     stored_as = {target: source for source, target in renames.items()}
-    column = {c: pl.col(stored_as.get(c, c)).cast(pl.String) for c in present}
+    column = {c: as_text(pl.col(stored_as.get(c, c)), dtypes[c]) for c in present}
     trimmed = {c: (column[c] if c in typed else column[c].str.strip_chars())
                if c in names else pl.lit(partitions.get(c), pl.String) for c in columns(contract_name)}
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
@@ -398,6 +398,18 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         kept = ranged(0, None).filter(selection.predicate()).select("source_row").head(1)
         ruled_out = collect(path, [kept])[0].height == 0
     return _Opened([*names, *partitions], file_format, ranged, ruled_out)
+
+
+def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A stored column as the text the audit parses. A float that is a whole number is written as one:
+    pandas stores an integer column with gaps as floats, and a hand_no or total of 6.0 was recorded as 6
+    (as text "6.0" would be flagged). NaN, pandas' gap, is not recorded; 1.5 and inf stay as they are."""
+    if not dtype.is_float():
+        return column.cast(pl.String)
+    whole = column.is_finite() & (column == column.floor()) & (column.abs() < 2**53)
+    return (pl.when(whole).then(column.cast(pl.Int64, strict=False).cast(pl.String))
+            .when(column.is_nan()).then(pl.lit(None, pl.String))
+            .otherwise(column.cast(pl.String)))
 
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,

@@ -255,10 +255,15 @@ def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
     def text(column: str):
         if column not in raw.columns:  # from the file's Hive folders, or null
             return F.col(f"_folder_{column}")
-        # Unicode white space, as polars' strip_chars; numbers become text as they are.
-        value = raw.schema[column].dataType.typeName() != "string"
-        stripped = F.col(f"`{column}`").cast("string")
-        stripped = stripped if value else F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
+        # Unicode white space, as polars' strip_chars; numbers become text as `ingest.as_text` makes them.
+        stored, kind = F.col(f"`{column}`"), raw.schema[column].dataType.typeName()
+        stripped = stored.cast("string")
+        if kind in ("double", "float"):
+            whole = ~F.isnan(stored) & (stored == F.floor(stored)) & (F.abs(stored) < F.lit(2**53))
+            stripped = F.when(F.isnan(stored), F.lit(None)).when(whole, stored.cast("long").cast("string")).otherwise(
+                stripped)
+        elif kind == "string":
+            stripped = F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
         # Not when(stripped != "", stripped): Spark would strip twice (1M rounds read in 21 s, not 8 s).
         return F.nullif(stripped, F.lit(""))
     row = (F.col("_id") + F.col("_shift")).alias("source_row")

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from conftest import ASSETS
+from pipeline import ingest
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
 GOOD = "R1,KS,9H,5D,QC,,,5"
@@ -109,6 +110,31 @@ def test_typed_parquet_columns_are_read_as_text(tmp_path):
     findings = pl.read_parquet(tmp_path / "out" / "findings.parquet")
     assert completed.returncode == 1
     assert findings.select("round_id", "check").rows() == [("3", "OUTCOME")]
+
+
+FLOATS = [1.0, 2.0, 2.5, float("nan"), float("inf"), None, -0.0, 1e20]
+
+
+def test_whole_floats_are_read_as_whole_numbers_and_nan_as_not_recorded(tmp_path):
+    """pandas stores an integer column with gaps as floats: 6.0 is a total of 6, not a wrong total, and
+    NaN is a gap. Other floats stay as they are, and are then flagged."""
+    frame = pl.DataFrame({"hand_no": FLOATS, "total": pl.Series(FLOATS, dtype=pl.Float32)})
+    text = frame.select(ingest.as_text(pl.col("hand_no"), pl.Float64), ingest.as_text(pl.col("total"), pl.Float32))
+    expected = ["1", "2", "2.5", None, "inf", None, "0", "1e+20"]
+    assert text["hand_no"].to_list() == expected and text["total"].to_list()[:7] == expected[:7]
+
+
+def test_a_parquet_log_of_floats_audits_as_its_whole_numbers(tmp_path):
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).filter(pl.col("round_id") == "R1").head(1)
+    assert log.select("player_total", "banker_total").row(0) == ("5", "9")  # a clean round: Banker natural 9
+    floats = log.with_columns(pl.col("player_total", "banker_total").cast(pl.Float64),
+                              shoe_id=pl.lit("S1"), hand_no=pl.Series([1.0]))
+    pl.concat([floats, floats.with_columns(round_id=pl.lit("R2"), hand_no=pl.lit(2.5)),
+               floats.with_columns(round_id=pl.lit("R3"), hand_no=pl.lit(float("nan")))]
+              ).write_parquet(tmp_path / "floats.parquet")
+    cli("audit", tmp_path / "floats.parquet", "--out", tmp_path / "out", "--no-contract")
+    findings = pl.read_parquet(tmp_path / "out" / "findings.parquet")
+    assert findings.select("round_id", "check", "recorded").rows() == [("R2", "SHOE_SEQUENCE", "2.5")]
 
 
 def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
