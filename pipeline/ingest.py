@@ -349,7 +349,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]
-    typed = {c for c in present if dtypes[c].is_numeric()}  # numbers become text as they are: no space to trim
+    # Numbers and times become text as `as_text` writes them: no space to trim.
+    typed = {c for c in present if dtypes[c].is_numeric() or dtypes[c].is_temporal()}
     # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.
     stored_as = {target: source for source, target in renames.items()}
     column = {c: as_text(pl.col(stored_as.get(c, c)), dtypes[c]) for c in present}
@@ -401,9 +402,18 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
 
 
 def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """A stored column as the text the audit parses. A float that is a whole number is written as one:
-    pandas stores an integer column with gaps as floats, and a hand_no or total of 6.0 was recorded as 6
-    (as text "6.0" would be flagged). NaN, pandas' gap, is not recorded; 1.5 and inf stay as they are."""
+    """A stored column as the text the audit parses (and the findings show), the same in both engines.
+
+    A float that is a whole number is written as one: pandas stores an integer column with gaps as
+    floats, and a hand_no or total of 6.0 was recorded as 6 (as text "6.0" would be flagged). NaN,
+    pandas' gap, is not recorded; 1.5 and inf stay as they are. A timestamp is written in ISO 8601, in
+    UTC with a Z when it is one (without a zone when the file gives none), to the microsecond when it
+    has a fraction of a second.
+    """
+    if isinstance(dtype, pl.Datetime):
+        moment, zone = (column.dt.convert_time_zone("UTC"), "Z") if dtype.time_zone else (column, "")
+        return (pl.when(moment.dt.microsecond() == 0).then(moment.dt.to_string(f"%Y-%m-%dT%H:%M:%S{zone}"))
+                .otherwise(moment.dt.to_string(f"%Y-%m-%dT%H:%M:%S%.6f{zone}")))
     if not dtype.is_float():
         return column.cast(pl.String)
     whole = column.is_finite() & (column == column.floor()) & (column.abs() < 2**53)

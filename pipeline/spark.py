@@ -205,7 +205,8 @@ def session(master: str):
         builder = builder.master(master)
     spark = (builder
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS)).getOrCreate())
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -262,6 +263,11 @@ def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
             whole = ~F.isnan(stored) & (stored == F.floor(stored)) & (F.abs(stored) < F.lit(2**53))
             stripped = F.when(F.isnan(stored), F.lit(None)).when(whole, stored.cast("long").cast("string")).otherwise(
                 stripped)
+        elif kind in ("timestamp", "timestamp_ntz"):  # printed in UTC: the session's time zone
+            zone = "'Z'" if kind == "timestamp" else ""
+            stripped = F.when(F.date_format(stored, "SSSSSS") == "000000",
+                              F.date_format(stored, f"yyyy-MM-dd'T'HH:mm:ss{zone}")).otherwise(
+                F.date_format(stored, f"yyyy-MM-dd'T'HH:mm:ss.SSSSSS{zone}"))
         elif kind == "string":
             stripped = F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
         # Not when(stripped != "", stripped): Spark would strip twice (1M rounds read in 21 s, not 8 s).

@@ -4,6 +4,7 @@ reasons while the rest is audited. Never a traceback; the counts always add up."
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -122,6 +123,19 @@ def test_whole_floats_are_read_as_whole_numbers_and_nan_as_not_recorded(tmp_path
     text = frame.select(ingest.as_text(pl.col("hand_no"), pl.Float64), ingest.as_text(pl.col("total"), pl.Float32))
     expected = ["1", "2", "2.5", None, "inf", None, "0", "1e+20"]
     assert text["hand_no"].to_list() == expected and text["total"].to_list()[:7] == expected[:7]
+
+
+def test_timestamps_are_read_as_iso_text_in_utc():
+    at = [datetime(2026, 11, 1, 18, 0, 0), datetime(2026, 11, 1, 18, 0, 0, 250000), None]
+    frame = pl.DataFrame({"naive": at}).with_columns(
+        utc=pl.col("naive").dt.replace_time_zone("UTC"),
+        malta=pl.col("naive").dt.replace_time_zone("UTC").dt.convert_time_zone("Europe/Malta"),
+        ms=pl.col("naive").dt.cast_time_unit("ms").dt.replace_time_zone("UTC"))
+    text = frame.select(ingest.as_text(pl.col(c), frame.schema[c]).alias(c) for c in frame.columns)
+    assert text["naive"].to_list() == ["2026-11-01T18:00:00", "2026-11-01T18:00:00.250000", None]
+    for column in ("utc", "malta", "ms"):
+        assert text[column].to_list() == ["2026-11-01T18:00:00Z", "2026-11-01T18:00:00.250000Z", None], column
+    assert text.select(ingest.timestamp(pl.col("utc")))["utc"].to_list() == frame["utc"].to_list()
 
 
 def test_a_parquet_log_of_floats_audits_as_its_whole_numbers(tmp_path):
