@@ -349,6 +349,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]
+    nested = [c for c in present if dtypes[c].is_nested() or dtypes[c] == pl.Binary]
+    if nested:  # a list or a struct would be read as its printed form ('{"R1"}'), or fail mid-read
+        raise InputError(f"{path}: column {nested[0]} is stored as {dtypes[nested[0]]}; "
+                         "expected text, a number or a timestamp")
     # Numbers and times become text as `as_text` writes them: no space to trim.
     typed = {c for c in present if dtypes[c].is_numeric() or dtypes[c].is_temporal()}
     # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.

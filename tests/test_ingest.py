@@ -39,6 +39,12 @@ def _corrupt(data: bytes) -> bytes:
     return bytes(middle)
 
 
+def _nested(folder: Path, column: pl.Expr) -> Path:
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).with_columns(column)
+    log.write_parquet(folder / "nested.parquet")
+    return folder / "nested.parquet"
+
+
 UNRUNNABLE = {
     "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
     "an empty directory": (lambda d: d, "the directory holds no .csv or .parquet file"),
@@ -52,6 +58,9 @@ UNRUNNABLE = {
     "truncated Parquet": (lambda d: write(d / "cut.parquet", _parquet_bytes(d)[:300]),
                           "not a readable parquet file"),
     "corrupt Parquet": (lambda d: write(d / "bad.parquet", _corrupt(_parquet_bytes(d))), "parquet"),
+    "a list column": (lambda d: _nested(d, pl.col("round_id").str.split(",")),
+                      "column round_id is stored as List(String); expected text, a number or a timestamp"),
+    "a struct column": (lambda d: _nested(d, pl.struct("banker_card_1")), "column banker_card_1 is stored as Struct"),
 }
 
 
