@@ -435,8 +435,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
             "bets_settled": bet["bets_read"] - bet["bets_quarantined"],
             "bets_quarantined": bet["bets_quarantined"],
             "bets_flagged": bet["bets_flagged"],
-            "overpaid": settlement.e12_text(bet["overpaid_e12"] or 0),
-            "underpaid": settlement.e12_text(bet["underpaid_e12"] or 0),
+            **settlement.money_summary(counted["money"]),
         }
         flagged = flagged or bet["bets_flagged"] or bet["bets_quarantined"]
     summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN

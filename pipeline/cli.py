@@ -15,7 +15,7 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import contract, fairness, ingest, profiles, progress
+from pipeline import contract, fairness, ingest, profiles, progress, settlement
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, InputError
@@ -108,8 +108,9 @@ def audit(
                f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
     if "bets_read" in s:
         typer.echo(f"{s['bets_read']} bets read: {s['bets_settled']} settled, {s['bets_quarantined']} "
-                   f"quarantined, {s['bets_flagged']} wrongly paid (overpaid {s['overpaid']}, "
-                   f"underpaid {s['underpaid']}).")
+                   f"quarantined, {s['bets_flagged']} wrongly paid (overpaid "
+                   f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
+                   f"{settlement.in_currencies(s['money'], 'underpaid')}).")
     for check, count in s["findings"].items():
         if count:
             typer.echo(f"  {check:<16} {count}")

@@ -138,7 +138,8 @@ def _headline(summary: dict) -> str:
         rows += [["bets read", f"{summary['bets_read']:,}"], ["bets settled", f"{summary['bets_settled']:,}"],
                  ["bets wrongly paid", f"{summary['bets_flagged']:,}"],
                  ["bets quarantined", f"{summary['bets_quarantined']:,}"],
-                 ["overpaid in total", summary["overpaid"]], ["underpaid in total", summary["underpaid"]]]
+                 *([f"{key} in total", settlement.in_currencies(summary["money"], key)]
+                   for key in ("overpaid", "underpaid"))]
     return '<h2>Headline</h2><div class="headline">' + _table(["", ""], rows, {1}) + "</div>"
 
 

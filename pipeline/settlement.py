@@ -185,11 +185,12 @@ def bet_quarantine(settled: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
-    """Per file: bets read, quarantined and wrongly paid, and the money over- and underpaid. They add
-    up over pieces (see `bet_totals`)."""
+    """Per file and currency: bets read, quarantined and wrongly paid, and the money over- and underpaid
+    (summed within a currency only: euros and pounds do not add up). They add up over pieces (see
+    `bet_totals`). A currency is its code in capitals; null when the log does not record it."""
     rejected = pl.col("reject").is_not_null()
     wrong = ~rejected & (pl.col("expected_e12") != pl.col("paid_e12"))
-    return settled.group_by("source_file").agg(
+    return settled.group_by("source_file", pl.col("currency").str.to_uppercase()).agg(
         bets_read=pl.len().cast(pl.Int64),
         bets_quarantined=rejected.sum().cast(pl.Int64),
         bets_flagged=wrong.sum().cast(pl.Int64),
@@ -206,11 +207,29 @@ def outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
             "quarantine": bet_quarantine(settled)}
 
 
-def bet_totals(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """What the summary counts of the bets, from `bet_counts` (of one query, or added up over many)."""
-    per_file = per_file.group_by("source_file").agg(pl.exclude("source_file").sum())
-    return {"bets_per_file": per_file.select("source_file", rows="bets_read"),
-            "bets": per_file.select(pl.exclude("source_file").sum())}
+def bet_totals(counts: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """What the summary counts of the bets, from `bet_counts` (of one query, or added up over many):
+    rows per file, the counts, and the money over- and underpaid per currency."""
+    money = ["overpaid_e12", "underpaid_e12"]
+    per_file = counts.group_by("source_file").agg(rows=pl.col("bets_read").sum())
+    return {"bets_per_file": per_file,
+            "bets": counts.select(pl.col("bets_read", "bets_quarantined", "bets_flagged").sum()),
+            "money": counts.group_by("currency").agg(pl.col(money).sum()).sort("currency", nulls_last=True)}
+
+
+def money_summary(money: pl.DataFrame) -> dict:
+    """The summary's money: `money`, what was over- and underpaid per currency; and `overpaid` and
+    `underpaid` in total when the bets are in one currency (or record none), null when in several."""
+    by_currency = [{"currency": row["currency"], "overpaid": e12_text(row["overpaid_e12"] or 0),
+                    "underpaid": e12_text(row["underpaid_e12"] or 0)} for row in money.iter_rows(named=True)]
+    total = by_currency[0] if len(by_currency) == 1 else {"overpaid": None, "underpaid": None}
+    return {"overpaid": total["overpaid"], "underpaid": total["underpaid"], "money": by_currency}
+
+
+def in_currencies(money: list[dict], key: str) -> str:
+    """One of the summary's amounts (`overpaid` or `underpaid`) as a person reads it: "81.00",
+    "81.00 EUR", or "12.00 EUR, 3.00 GBP"."""
+    return ", ".join(f"{entry[key]} {entry['currency'] or ''}".strip() for entry in money) or e12_text(0)
 
 
 def money_str(amount: Decimal) -> str:

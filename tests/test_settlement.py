@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from conftest import ASSETS
-from pipeline import audit, bets, generate, profiles
+from pipeline import audit, bets, generate, profiles, settlement
 from pipeline.errors import InputError
 
 ROUNDS, BETS = ASSETS / "mixed_notation.csv", ASSETS / "mixed_notation_bets.csv"
@@ -47,6 +47,20 @@ def _settlement(out):
             findings.select("bet_id", "expected", "recorded").iter_rows()}
 
 
+def test_money_is_summed_within_a_currency_only(tmp_path):
+    """Euros and pounds wrongly paid are not added up: the totals are per currency (its code in any case)."""
+    pounds = pl.col("bet_id").is_in(["B8", "B13", "B14"])
+    currency = pl.when(pounds).then(pl.lit("GBP")).when(pl.col("bet_id") == "B5").then(pl.lit(" eur ")).otherwise(
+        pl.lit("EUR"))
+    pl.read_csv(BETS, infer_schema=False).with_columns(currency=currency).write_csv(tmp_path / "bets.csv")
+    s = audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False)).summary
+    assert s["money"] == [{"currency": "EUR", "overpaid": "61.00", "underpaid": "0.00"},
+                          {"currency": "GBP", "overpaid": "20.00", "underpaid": "10.00"}]
+    assert (s["overpaid"], s["underpaid"]) == (None, None)  # 81.00 and 10.00 in two currencies
+    assert settlement.in_currencies(s["money"], "overpaid") == "61.00 EUR, 20.00 GBP"
+    assert "<td class=\"num\">61.00 EUR, 20.00 GBP</td>" in (tmp_path / "out" / "report.html").read_text()
+
+
 def test_hand_checked_bets_under_the_standard_profile(tmp_path):
     result = audit.audit(ROUNDS, tmp_path, audit.Options(bets=BETS, validate=False))
     assert _settlement(tmp_path) == {
@@ -72,6 +86,7 @@ def test_hand_checked_bets_under_the_standard_profile(tmp_path):
     s = result.summary
     assert (s["bets_read"], s["bets_settled"], s["bets_quarantined"], s["bets_flagged"]) == (25, 17, 8, 6)
     assert (s["overpaid"], s["underpaid"]) == ("81.00", "10.00")
+    assert s["money"] == [{"currency": None, "overpaid": "81.00", "underpaid": "10.00"}]
     b5 = pl.read_parquet(tmp_path / "findings.parquet").filter(pl.col("bet_id") == "B5").row(0, named=True)
     assert b5["detail"] == ("B5 BANKER bet: Banker won: pays 1:1 less 5% commission (standard profile); "
                             "stake 10, expected 19.50, paid 20.00.")

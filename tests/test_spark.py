@@ -40,7 +40,8 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     assert_frame_equal(pl.read_parquet(tmp_path / "spark" / "fairness.parquet"),
                        pl.read_parquet(tmp_path / "polars" / "fairness.parquet"), check_exact=False, rel_tol=1e-12)
     for key in ("rows_read", "rounds_audited", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs",
-                "bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "exit_code"):
+                "bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "money",
+                "exit_code"):
         assert on_spark[key] == on_polars[key], key
     assert all(on_spark["findings"][code] > 0 for code in ("DUPLICATE_ROUND", "CARD_COUNT", "SHOE_SEQUENCE",
                                                             "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT"))
