@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime
 
 import polars as pl
@@ -205,9 +206,11 @@ _HOLDS = pl.col("decks").cast(pl.Int32) * 52
 _OVER = (pl.col("cards_dealt") > _HOLDS) & (pl.col("cards_dealt") - pl.col("in_coup") <= _HOLDS)  # first passes
 
 
-def sequence_breaks(rounds: pl.LazyFrame) -> pl.LazyFrame:
+def sequence_breaks(rounds: pl.LazyFrame, starts_cut: bool = False) -> pl.LazyFrame:
     """On rounds in shoe order (see `_shoe_by_shoe`): the numbered rounds whose hand_no is repeated or
-    follows a gap, and the round where a shoe first deals more cards than it holds."""
+    follows a gap, and the round where a shoe first deals more cards than it holds. `starts_cut`: the
+    log may begin mid-shoe (narrowed by `--since`), so a shoe's first hand in it is not held to 1."""
+    first_expected = pl.col("previous") + 1 if starts_cut else _FIRST_EXPECTED
     numbered = rounds.filter(pl.col("hand").is_not_null()).with_columns(
         previous=pl.when(_SAME_SHOE).then(pl.col("hand").shift(1)),
         cards_dealt=_running_total(pl.col("in_coup").cast(pl.Int32)),
@@ -215,10 +218,11 @@ def sequence_breaks(rounds: pl.LazyFrame) -> pl.LazyFrame:
         | ((pl.col("shoe") == pl.col("shoe").shift(-1)) & (pl.col("hand") == pl.col("hand").shift(-1))),
     )
     # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
-    candidates = numbered.filter(pl.col("several").fill_null(False) | (pl.col("hand") > _FIRST_EXPECTED) | _OVER)
+    gap = (pl.col("hand") > first_expected).fill_null(False)
+    candidates = numbered.filter(pl.col("several").fill_null(False) | gap | _OVER)
     return candidates.with_columns(copy=pl.col("hand").cum_count().over("shoe", "hand", order_by="log_row")).select(
         "log_row", "hand", "copy", "previous", "cards_dealt", "in_coup", is_copy=pl.col("copy") > 1,
-        is_gap=(pl.col("copy") == 1) & (pl.col("hand") > _FIRST_EXPECTED), is_over=_OVER)
+        is_gap=(pl.col("copy") == 1) & gap, is_over=_OVER)
 
 
 def shoe_sequence(found: pl.DataFrame) -> list[_WriteUp]:
@@ -276,9 +280,11 @@ def timestamps(found: pl.DataFrame, run_started: datetime) -> list[_WriteUp]:
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
-                       run_started: datetime, collect: Collect) -> pl.DataFrame:
+                       run_started: datetime, collect: Collect, starts_cut: bool = False) -> pl.DataFrame:
     """The findings of every integrity check that can run on a log with these columns, with `kind`,
     which numbers the kinds of finding in the order of CODES, sorted by IN_ORDER (drop `kind` to publish).
+    `starts_cut`: the log was narrowed by time from `since`, so a shoe may start before it (see
+    `sequence_breaks`).
 
     `pieces` are the replayed rounds in parts (the staged pieces), in log order; or, on Spark, the
     rounds of some whole shoes. Every query reads one piece: the windows over shoes run on a few
@@ -290,7 +296,7 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)
     in_shoe_order = [code for code in ("SHOE_SEQUENCE", "TIMESTAMP") if states[code] == "ran"]
-    queries = {"SHOE_SEQUENCE": sequence_breaks, "TIMESTAMP": backwards}
+    queries = {"SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
     found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order])
                      if in_shoe_order else []))
     parts = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect),

@@ -130,7 +130,8 @@ def _outputs(rows, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]]
     return {name: pl.concat(frames) for name, frames in found.items()}
 
 
-def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozenset[str], started: datetime):
+def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozenset[str], started: datetime,
+                  starts_cut: bool):
     """mapInArrow task on a partition of whole shoes: its integrity findings (with their `kind`)."""
     batches = list(batches)
     if not batches:  # a partition no shoe hashed to
@@ -140,7 +141,7 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
     by_profile = pl.LazyFrame({"profile": list(decks), "decks": list(decks.values())},
                               schema={"profile": pl.String, "decks": pl.Int64})
     yield from _to_batches(integrity.integrity_findings([rounds], by_profile, columns, started,
-                                                        lambda frame: frame.collect()))
+                                                        lambda frame: frame.collect(), starts_cut))
 
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
@@ -439,7 +440,9 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         decks = {name: profiles.load(name).decks for name in names}
         columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
         shoes = text.repartition(_partitions(spark, rows), "shoe_id")
-        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started), _ddl(schema))
+        starts_cut = options.selection.since is not None
+        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started, starts_cut),
+                                   _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
         if levels:
             counted["fairness"] = fairness.add_up([outputs["cells"]], levels)

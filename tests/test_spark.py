@@ -71,6 +71,7 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     data = ASSETS.parent.parent / "data"
     narrowed = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"),
                              selection=ingest.Selection(shoes=("T01-S0001", "T01-S0003"),
+                                                        since=datetime(2026, 11, 1, 18, 20, tzinfo=UTC),
                                                         until=datetime(2026, 11, 1, 19, 30, tzinfo=UTC)))
     for engine, run in (("spark", lambda out, o: spark.audit([str(data / "provider_b_rounds.csv")], out, o)),
                         ("polars", lambda out, o: audit.audit([str(data / "provider_b_rounds.csv")], out, o))):
