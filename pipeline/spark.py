@@ -447,6 +447,9 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         if levels:
             counted["fairness"] = fairness.add_up([outputs["cells"]], levels)
     placed = _read(spark, bet_log.files, "bet_log", options.bets_mapping) if bet_log is not None else None
+    if placed is not None and options.selection:  # the bets in scope, as `audit.bets_in_scope` keeps them
+        placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
+                             "left_semi")
     if placed is not None:
         settled = _settle(spark, text, placed, profile, names, rows)
         found.append(settled["findings"])

@@ -279,3 +279,20 @@ def test_a_log_of_which_every_row_is_quarantined_audits_no_round(tmp_path):
     assert (result.summary["rows_read"], result.summary["rounds_audited"], result.summary["rows_quarantined"],
             result.exit_code) == (1, 0, 1, 1)
     assert result.summary["checks"]["CARD_COUNT"] == "ran"  # not "the log records no suits"
+
+
+def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path):
+    """The other bets are outside the question, not bets of rounds missing from the log: the narrowed
+    audit reports of T01's bets exactly what the whole audit reports of them, and nothing of the rest."""
+    data = ASSETS.parent.parent / "data"
+    whole = audit.audit(data / "rounds.csv", tmp_path / "whole", audit.Options(bets=data / "bets.csv"))
+    narrowed = audit.audit(data / "rounds.csv", tmp_path / "t01", audit.Options(
+        bets=data / "bets.csv", selection=ingest.Selection(tables=("T01",))))
+    of_t01 = pl.col("round_id").str.starts_with("T01-")
+    bets = pl.read_csv(data / "bets.csv", infer_schema=False)
+    assert narrowed.summary["bets_read"] == bets.filter(of_t01).height < whole.summary["bets_read"]
+    for name in ("bets_quarantine.parquet", "findings.parquet"):
+        found = {out: pl.read_parquet(tmp_path / out / name).filter(pl.col("bet_id").is_not_null())
+                 for out in ("whole", "t01")}
+        assert found["t01"].height and found["t01"].equals(found["whole"].filter(of_t01)), name
+    assert narrowed.summary["contract"]["bets"]["expectations"][1]["element_count"] == narrowed.summary["bets_read"]

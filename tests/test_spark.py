@@ -59,11 +59,14 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
 
 
 def _same_outputs(spark_dir, polars_dir) -> None:
-    for name in ("findings.parquet", "quarantine.parquet"):
+    for name in ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet"):
+        if name == "bets_quarantine.parquet" and not (polars_dir / name).exists():
+            continue
         assert pl.read_parquet(spark_dir / name).equals(pl.read_parquet(polars_dir / name)), name
     on_spark, on_polars = (json.loads((d / "summary.json").read_text()) for d in (spark_dir, polars_dir))
-    for key in ("rows_read", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs", "selection"):
-        assert on_spark[key] == on_polars[key], key
+    for key in ("rows_read", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs", "selection",
+                "bets_read", "bets_quarantined", "bets_flagged", "money"):
+        assert on_spark.get(key) == on_polars.get(key), key
 
 
 def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
@@ -88,11 +91,14 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
     _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
     assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
-    one_table = audit.Options(validate=False, selection=ingest.Selection(tables=("T02",)))  # T01's folder unread
+    # T01's folder unread; only the bets of T02's rounds settled.
+    one_table = audit.Options(validate=False, selection=ingest.Selection(tables=("T02",)), bets=data / "bets.parquet")
     spark.audit(tmp_path / "hive", tmp_path / "table_spark", one_table)
     audit.audit(tmp_path / "hive", tmp_path / "table_polars", one_table)
     _same_outputs(tmp_path / "table_spark", tmp_path / "table_polars")
     assert set(pl.read_parquet(tmp_path / "table_spark" / "findings.parquet")["table_id"]) == {"T02"}
+    bets_read = json.loads((tmp_path / "table_spark" / "summary.json").read_text())["bets_read"]
+    assert bets_read == pl.read_parquet(data / "bets.parquet").filter(pl.col("round_id").str.starts_with("T02")).height
 
 
 def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
