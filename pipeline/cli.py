@@ -6,7 +6,7 @@ import json
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -41,8 +41,34 @@ ProfileOption = Annotated[str, typer.Option(
     help="Rules profile (schemas/profiles/NAME.toml) for rounds without a profile column value.")]
 MappingOption = Annotated[str | None, typer.Option(
     help="Column mapping for the round log: a name in schemas/mappings/ or a JSON file.")]
-WindowStart = Annotated[datetime | None, typer.Option(help="Rounds must be dealt at or after this (UTC).")]
-WindowEnd = Annotated[datetime | None, typer.Option(help="Rounds must be dealt at or before this (UTC).")]
+
+
+def _moment(text: str) -> datetime:
+    """An ISO 8601 date or date-time, with Z or an offset; without one, UTC."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an ISO 8601 date or date-time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _end(text: str) -> datetime:
+    """An inclusive end: a date alone stands for the whole of that day (`--until 2026-11-04` keeps the
+    rounds of the 4th), a date-time for itself."""
+    moment = _moment(text)
+    try:
+        date.fromisoformat(text.strip())
+    except ValueError:
+        return moment
+    return moment + timedelta(days=1, microseconds=-1)
+
+
+SINCE = "ISO 8601 date or date-time; UTC when it has no offset"
+UNTIL = "ISO 8601; a date alone: to the end of that day; UTC when it has no offset"
+WindowStart = Annotated[datetime | None, typer.Option(
+    parser=_moment, metavar="TIME", help=f"Rounds must be dealt at or after this ({SINCE}).")]
+WindowEnd = Annotated[datetime | None, typer.Option(
+    parser=_end, metavar="TIME", help=f"Rounds must be dealt at or before this ({UNTIL}).")]
 
 
 def _mapping(name: str | None) -> ingest.Mapping | None:
@@ -81,8 +107,10 @@ def audit(
     ] = fairness.DEFAULT_THRESHOLD,
     table: Annotated[list[str] | None, typer.Option(help="Audit only this table (repeatable).")] = None,
     shoe: Annotated[list[str] | None, typer.Option(help="Audit only this shoe (repeatable).")] = None,
-    since: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or after this (UTC).")] = None,
-    until: Annotated[datetime | None, typer.Option(help="Audit only rounds dealt at or before this (UTC).")] = None,
+    since: Annotated[datetime | None, typer.Option(
+        parser=_moment, metavar="TIME", help=f"Audit only rounds dealt at or after this ({SINCE}).")] = None,
+    until: Annotated[datetime | None, typer.Option(
+        parser=_end, metavar="TIME", help=f"Audit only rounds dealt at or before this ({UNTIL}).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",

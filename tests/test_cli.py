@@ -75,7 +75,7 @@ LOG = ASSETS / "mixed_notation.csv"
         (["audit", LOG, "--out", "{tmp}/out", "--table", "NOPE"],
          "no row is in the selection (--table NOPE); nothing to audit"),
         (["audit", LOG, "--out", "{tmp}/out", "--since", "2026-12-01", "--until", "2026-11-01"],
-         "--since 2026-12-01T00:00:00+00:00 is after --until 2026-11-01T00:00:00+00:00"),
+         "--since 2026-12-01T00:00:00+00:00 is after --until 2026-11-01T23:59:59.999999+00:00"),
         (["validate", LOG, "--window-start", "2026-12-01", "--window-end", "2026-11-01"],
          "--window-start 2026-12-01T00:00:00+00:00 is after --window-end"),
         (["audit", LOG, "--out", "{tmp}/a-file/out"], "a-file/out: cannot write the output directory"),
@@ -172,3 +172,16 @@ def test_odds_prints_the_exact_house_edges():
     assert figures["decks"] == 6
     assert Fraction(figures["outcomes"]["TIE"]["exact"]) == Fraction(83_552_962_932_288, 878_869_206_895_680)
     assert run("odds", "--profile", "nope").exit_code == 2
+
+
+def test_a_date_alone_narrows_to_that_whole_day(tmp_path):
+    """`--since D --until D` is the day D: a date alone as --until stands for the end of that day."""
+    data = ASSETS.parent.parent / "data" / "rounds.csv"
+    result = run("audit", data, "--out", tmp_path, "--no-contract", "--quiet",
+                 "--since", "2026-11-01", "--until", "2026-11-01")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    on_the_day = pl.read_csv(data, infer_schema=False).filter(pl.col("dealt_at").str.starts_with("2026-11-01"))
+    assert result.exit_code == 1 and summary["rows_read"] == on_the_day.height > 0
+    assert summary["selection"]["until"] == "2026-11-01T23:59:59.999999+00:00"
+    run("audit", data, "--out", tmp_path, "--no-contract", "--quiet", "--until", "2026-11-01T20:00:00+01:00")
+    assert json.loads((tmp_path / "summary.json").read_text())["selection"]["until"] == "2026-11-01T20:00:00+01:00"
