@@ -31,8 +31,7 @@ from pipeline.findings import id_key, in_log_order, repeated_keys, round_finding
 from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
-OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
-           "evidence.json", "summary.json", "report.html")
+OUTPUTS = (*ingest.AUDIT_PARQUET, "evidence.json", "summary.json", "report.html")
 DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
 
 

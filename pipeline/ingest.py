@@ -208,21 +208,33 @@ class Log:
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
 
 
+#: An audit's own Parquet outputs. Beside its summary.json they are not logs, even inside a log folder.
+AUDIT_PARQUET = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet")
+
+
+def _audit_output(path: Path) -> bool:
+    return path.name in AUDIT_PARQUET and (path.parent / "summary.json").is_file()
+
+
 def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
     """The files a log argument names: a file, a directory (every CSV/Parquet file below it, Hive
-    folders included), a glob, or a list of any of these. Returns a label and the files, sorted."""
+    folders included, but not hidden ones, such as a running audit's staging folder, nor an earlier
+    audit's outputs), a glob (less an audit's outputs), or a list of any of these. Returns a label and
+    the files, sorted."""
     items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     files: list[Path] = []
     for item in map(str, items):
         path = Path(item)
         if any(ch in item for ch in "*?["):
-            matched = sorted(Path(p) for p in glob.glob(item, recursive=True) if Path(p).is_file())
+            matched = sorted(Path(p) for p in glob.glob(item, recursive=True)
+                             if Path(p).is_file() and not _audit_output(Path(p)))
             if not matched:
                 raise InputError(f"{item}: no file matches")
             files += matched
         elif path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in LOG_SUFFIXES
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                           and not _audit_output(p))
             if not found:
                 raise InputError(f"{path}: the directory holds no .csv or .parquet file")
             files += found

@@ -296,3 +296,17 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
                  for out in ("whole", "t01")}
         assert found["t01"].height and found["t01"].equals(found["whole"].filter(of_t01)), name
     assert narrowed.summary["contract"]["bets"]["expectations"][1]["element_count"] == narrowed.summary["bets_read"]
+
+
+def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp_path):
+    """Outputs beside their summary.json, in the log's folder or below it, are not logs; a folder that
+    merely holds a file named findings.parquet still is read."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pl.read_parquet(ASSETS.parent.parent / "data" / "rounds.parquet").write_parquet(folder / "rounds.parquet")
+    for out in (folder, folder / "out", folder, folder / "out"):
+        result = audit.audit(folder, out, audit.Options(validate=False))
+        assert [entry["path"] for entry in result.summary["inputs"]] == [str(folder / "rounds.parquet")]
+    assert ingest.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
+    (folder / "out" / "summary.json").unlink()
+    assert folder / "out" / "findings.parquet" in ingest.expand(folder)[1]
