@@ -254,6 +254,14 @@ def render(out_dir: Path) -> str:
                  + (_chart(charts.bars(by_table["table_id"].to_list(), by_table["len"].to_list(), "Findings by table"))
                     if by_table.height else "")
                  + _over_time(findings))
+    try:
+        return _page(out_dir, summary, evidence, drawn)
+    except KeyError as missing:  # a summary written by another version of the tool
+        raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
+                         "audit the log again") from None
+
+
+def _page(out_dir: Path, summary: dict, evidence: dict, drawn: str) -> str:
     inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -82,6 +82,11 @@ def test_report_command_rebuilds_the_page_from_the_directory(sample_audit, tmp_p
     assert result.exit_code == 0, result.output
     assert (copy / "report.html").read_text() == before
     assert CliRunner().invoke(app, ["report", str(tmp_path / "nothing")]).exit_code == 2
+    older = json.loads((copy / "summary.json").read_text())
+    del older["money"]  # as another version of the tool wrote it
+    (copy / "summary.json").write_text(json.dumps(older))
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 2 and "summary.json has no 'money', so another version" in result.output
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
