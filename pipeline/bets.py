@@ -27,6 +27,12 @@ FACTS = ("result", "player_final", "banker_final", "player_cards", "banker_cards
 
 _BONUS_MARGINS = (9, 8, 7, 6, 5, 4)
 
+#: A bet's recorded status (any case) that takes it out of the coup's settlement: a void bet returns its
+#: stake whatever the cards; an open one is not settled yet. Any other status, or none, is settled by the
+#: cards of its round.
+VOID = ("VOID", "VOIDED", "CANCELLED", "CANCELED", "REFUNDED")
+OPEN = ("OPEN", "PENDING", "UNSETTLED")
+
 
 def _dragon_bonus(side: str) -> tuple:
     wins = {"result": side}

@@ -96,8 +96,18 @@ def settle_bets(explanation: dict, bet_rows: list[dict]) -> list[dict]:
         bet_type = (bet["bet_type"] or "").upper()
         stake, paid = parse_amount(bet["stake"]), parse_amount(bet["paid"])
         entry = {"bet_id": bet["bet_id"], "bet_type": bet_type, "stake": bet["stake"], "paid": bet["paid"]}
+        status = (bet.get("status") or "").upper()
         settlement = bets.settle(profile, bet_type, explanation["facts"], stake or Decimal(0))
-        if settlement is None or stake is None or paid is None:
+        if status in bets.VOID and stake is not None and paid is not None:
+            entry["steps"] = [f"The bet is {bet['status']}: its stake is returned whatever the cards.",
+                              f"Expected {money_str(stake)}, paid {bet['paid']}: "
+                              f"{'correct' if paid == stake else 'WRONG'}."]
+            entry["expected"] = money_str(stake)
+            entry["agrees"] = paid == stake
+        elif status in bets.OPEN:
+            entry["steps"] = [f"Cannot be settled: the bet is {bet['status']}, not settled yet."]
+            entry["agrees"] = None
+        elif settlement is None or stake is None or paid is None:
             entry["steps"] = [f"Cannot be settled: bet type {bet_type or '(empty)'} under profile "
                               f"{profile.name}, stake {bet['stake']!r}, paid {bet['paid']!r}."]
             entry["agrees"] = None

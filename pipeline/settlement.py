@@ -22,7 +22,8 @@ MEANING = "A bet was paid other than its round's rules profile says, to the smal
 AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
 E4, E8, E12 = 10**4, 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
-BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id", "currency")
+BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id",
+               "currency", "status")
 
 
 def amount_e4(raw: pl.Expr) -> pl.Expr:
@@ -128,10 +129,13 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
     """Every bet with its settlement (`expected_e12`, `paid_e12`, `rule`) or its `reject` reason, as
     the columns SETTLED, in no particular order (callers sort what they publish)."""
     bet_type = pl.col("bet_type").str.to_uppercase()
+    status = pl.col("status").str.to_uppercase()
     rejected_round = quarantined_rounds.select("round_id").unique().with_columns(round_rejected=pl.lit(True))
     joined = (
         bet_rows.with_columns(bet_type=bet_type, stake_e4=amount_e4(pl.col("stake")),
-                              paid_e4=amount_e4(pl.col("paid")))
+                              paid_e4=amount_e4(pl.col("paid")),
+                              void=pl.any_horizontal(status == v for v in bets.VOID).fill_null(False),
+                              still_open=pl.any_horizontal(status == v for v in bets.OPEN).fill_null(False))
         .join(facts, on="round_id", how="left")
         .join(rejected_round, on="round_id", how="left")
         .with_columns(case=bets.case_looked_up(pl.col("bet_type")))
@@ -145,6 +149,9 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
         _amount_reason("stake", positive=True),
         _amount_reason("paid", positive=False),
+        pl.when(pl.col("still_open")).then(pl.format("bet status {} is not settled yet", pl.col("status"))),
+    ]
+    by_the_cards = [  # a void bet is settled without its round
         pl.when(round_id.is_not_null() & pl.col("copies").is_null()).then(
             pl.when(pl.col("round_rejected")).then(pl.format("round {} is quarantined in the round log", round_id))
             .otherwise(pl.format("round {} is not in the round log", round_id))
@@ -155,10 +162,14 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         pl.when(pl.col("copies").is_not_null() & pl.col("bet_type").is_not_null() & pl.col("rule").is_null())
         .then(pl.format("bet type {} is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
     ]
+    void = pl.col("void")
     return joined.with_columns(
-        reject=reasons_text(reasons),
-        expected_e12=_rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8")),
+        reject=reasons_text([*reasons, *(pl.when(~void).then(reason) for reason in by_the_cards)]),
+        expected_e12=pl.when(void).then(pl.col("stake_e4").cast(pl.Int128) * E8)
+        .otherwise(_rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8"))),
         paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
+        rule=pl.when(void).then(pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status")))
+        .otherwise(pl.format("{} ({} profile)", pl.col("rule"), pl.col("profile"))),
     ).select(SETTLED)
 
 
@@ -171,8 +182,8 @@ def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
         expected=money_text(pl.col("expected_e12")),
         recorded=pl.col("paid"),
         detail=pl.format(
-            "{} {} bet: {} ({} profile); stake {}, expected {}, paid {}.",
-            pl.col("bet_id"), pl.col("bet_type"), pl.col("rule"), pl.col("profile"),
+            "{} {} bet: {}; stake {}, expected {}, paid {}.",
+            pl.col("bet_id"), pl.col("bet_type"), pl.col("rule"),
             pl.col("stake"), money_text(pl.col("expected_e12")), pl.col("paid"),
         ),
     )

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from conftest import ASSETS
-from pipeline import audit, bets, generate, profiles, settlement
+from pipeline import audit, bets, explain, generate, ingest, profiles, settlement
 from pipeline.errors import InputError
 
 ROUNDS, BETS = ASSETS / "mixed_notation.csv", ASSETS / "mixed_notation_bets.csv"
@@ -59,6 +59,31 @@ def test_money_is_summed_within_a_currency_only(tmp_path):
     assert (s["overpaid"], s["underpaid"]) == (None, None)  # 81.00 and 10.00 in two currencies
     assert settlement.in_currencies(s["money"], "overpaid") == "61.00 EUR, 20.00 GBP"
     assert "<td class=\"num\">61.00 EUR, 20.00 GBP</td>" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
+    """Status VOID (any case): the stake is returned whatever the cards, even without the round; OPEN
+    (or PENDING): quarantined; any other status: settled by the cards. Explained the same way."""
+    status = {"B1": "void", "B2": "VOIDED", "B3": "SETTLED", "B6": "PENDING", "B19": "CANCELLED"}
+    paid = {"B1": "10", "B2": "0", "B19": "10.00"}  # B2's stake of 10 not returned
+    log = pl.read_csv(BETS, infer_schema=False).with_columns(
+        status=pl.col("bet_id").replace_strict(status, default=None),
+        paid=pl.col("bet_id").replace_strict(paid, default=pl.col("paid")))
+    log.write_csv(tmp_path / "bets.csv")
+    audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False))
+    settled = _settlement(tmp_path / "out")
+    assert settled["B2"] == ("10.00", "0") and settled["B3"] == ("0.00", "60") and "B1" not in settled
+    b2 = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("bet_id") == "B2")["detail"].item()
+    assert b2 == "B2 BANKER bet: the bet is VOIDED: its stake is returned whatever the cards; stake 10, expected 10.00, paid 0."
+    quarantine = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")
+    assert ("B6", "PENDING", "bet status PENDING is not settled yet") in quarantine.select(
+        "bet_id", "status", "reason").rows()
+    assert "B19" not in quarantine["bet_id"].to_list()  # void: settled without its round (R99, not in the log)
+    round_row = ingest.rows_for_round(ROUNDS, "round_log", "R2")[0] | {"profile": "standard"}
+    (explained,) = explain.settle_bets(explain.explain(round_row),
+                                       ingest.rows_for_round(tmp_path / "bets.csv", "bet_log", "R2"))[1:2]
+    assert explained["steps"][0] == "The bet is VOIDED: its stake is returned whatever the cards."
+    assert (explained["expected"], explained["agrees"]) == ("10.00", False)
 
 
 def test_hand_checked_bets_under_the_standard_profile(tmp_path):

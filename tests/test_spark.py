@@ -26,7 +26,10 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     log = generate.generate(25_000, seed=51, fault_rate=0.02, tables=3, with_bets=True)
     paths = generate.write(log, tmp_path / "log")
     inputs = [str(paths["parquet"]), str(ASSETS / "mixed_notation.csv")]
-    options = audit.Options(bets=[paths["bets_parquet"], ASSETS / "mixed_notation_bets.csv"])
+    statuses = {"B1": "void", "B2": "VOIDED", "B6": "PENDING", "B19": "CANCELLED"}  # see test_settlement
+    pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False).with_columns(
+        status=pl.col("bet_id").replace_strict(statuses, default=None)).write_csv(tmp_path / "bets.csv")
+    options = audit.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"])
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
     on_polars = audit.audit(inputs, tmp_path / "polars", options).summary
     assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(
