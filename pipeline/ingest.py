@@ -241,7 +241,11 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
         else:
             files.append(path)
     label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
-    return label, list(dict.fromkeys(files))
+    # A file named twice (by another path, or a link) is read once: twice, each round would be a duplicate.
+    once = {}
+    for path in files:
+        once.setdefault(path.resolve(), path)
+    return label, list(once.values())
 
 
 def hive_values(path: Path) -> dict[str, str]:

@@ -250,3 +250,15 @@ def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeyp
     assert whole.summary["rows_quarantined"] == cut.summary["rows_quarantined"] == 8
     assert pl.read_parquet(tmp_path / "whole" / "quarantine.parquet").equals(
         pl.read_parquet(tmp_path / "cut" / "quarantine.parquet"))
+
+
+def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
+    """Read twice, every round would be its own duplicate."""
+    (tmp_path / "logs").mkdir()
+    log = write(tmp_path / "logs" / "rounds.csv", f"{HEADER}\n{GOOD}\n")
+    (tmp_path / "link.csv").symlink_to(log)
+    monkeypatch.chdir(tmp_path)
+    label, files = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "logs"])
+    assert files == [Path("logs/rounds.csv")]
+    completed = cli("audit", "logs/rounds.csv", log, "link.csv", "--out", tmp_path / "out", "--no-contract")
+    assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
