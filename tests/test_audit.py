@@ -253,6 +253,31 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
 
 
+def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, tmp_path,
+                                                                             monkeypatch):
+    """Files smaller than a piece are read together (a few queries per piece, not per file), larger ones
+    are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside."""
+    whole = audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
+    log, sizes, start = pl.read_parquet(faulted_log["parquet"]), [50, 300, 1200, 10, 7, 90], 0
+    (tmp_path / "logs").mkdir()
+    for i in range(10_000):
+        if start >= log.height:
+            break
+        part = log.slice(start, sizes[i % len(sizes)])
+        part.write_csv(tmp_path / "logs" / f"{i:03d}.csv") if i % 2 else part.write_parquet(
+            tmp_path / "logs" / f"{i:03d}.parquet")
+        start += part.height
+    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    files = len(list((tmp_path / "logs").iterdir()))
+    assert len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777))) <= 2 * log.height // 777 + 1 < files
+    cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    assert cut.summary["findings"] == whole.summary["findings"] and cut.summary["rounds_flagged"] > 0
+    for name in ("findings.parquet", "quarantine.parquet"):
+        found = [pl.read_parquet(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
+                 for out in ("whole", "cut")]
+        assert found[0].equals(found[1]), name
+
+
 def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
     """The same log in two files: every round_id is on two rows, and each row of each file is flagged."""
     for name in ("a", "b"):
