@@ -380,10 +380,10 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
-    for opened in (log, bet_log) if bet_log is not None else (log,):
+    for opened in filter(None, (log, bet_log)):
         # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
-        opened.rows_per_file
+        opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
