@@ -31,8 +31,8 @@ from pipeline.findings import id_key, in_log_order, repeated_keys, round_finding
 from pipeline.replay import replay
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
-OUTPUTS = (*ingest.AUDIT_PARQUET, "evidence.json", "summary.json", "report.html")
-DOCS = "contract"  # the Great Expectations Data Docs folder in the output directory
+OUTPUTS = ingest.AUDIT_OUTPUTS
+DOCS = ingest.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
 
 
 def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
@@ -425,6 +425,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
         "tool": {"name": "baccarat-audit", "version": __version__},
         "started_at": started.isoformat(timespec="seconds"),
         "inputs": inputs,
+        "inputs_not_read": [{"role": "rounds", "path": str(path)} for path in log.unread],
         "rules": {
             "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
             "profiles": {name: profiles.load(name).sha256 for name in names},
@@ -453,6 +454,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
         inputs += _inputs("bets", bet_log, options.bets_mapping, counted["bets_per_file"])
+        summary["inputs_not_read"] += [{"role": "bets", "path": str(path)} for path in bet_log.unread]
         summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
         summary |= {
             "bets_read": bet["bets_read"],

@@ -139,6 +139,10 @@ def audit(
                    f"quarantined, {s['bets_flagged']} wrongly paid (overpaid "
                    f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
                    f"{settlement.in_currencies(s['money'], 'underpaid')}).")
+    if s["inputs_not_read"]:
+        names = [u["path"] for u in s["inputs_not_read"]]
+        typer.echo(f"Not read: {len(names)} files in the input folders are not logs (.csv, .txt, .parquet, "
+                   f".pq): {', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
     for check, count in s["findings"].items():
         if count:
             typer.echo(f"  {check:<16} {count}")

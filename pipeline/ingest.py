@@ -168,6 +168,7 @@ class Log:
     ranges: tuple[Rows, ...]  # per file: (start, count, narrowed) -> those rows (see `Rows`)
     ruled_out: tuple[bool, ...]  # per file, whether the selection keeps none of its rows (see `scan`)
     selection: Selection
+    unread: tuple[Path, ...] = ()  # files found in its directories that are not logs (see `expand`)
 
     @property
     def frame(self) -> pl.LazyFrame:
@@ -217,21 +218,27 @@ class Log:
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
 
 
-#: An audit's own Parquet outputs. Beside its summary.json they are not logs, even inside a log folder.
-AUDIT_PARQUET = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet")
+#: An audit's own outputs, and its Data Docs folder. Beside its summary.json they are not logs, even
+#: inside a log folder, nor files that a directory holds besides its logs.
+AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
+                 "evidence.json", "summary.json", "report.html")
+AUDIT_DOCS = "contract"
 
 
 def _audit_output(path: Path) -> bool:
-    return path.name in AUDIT_PARQUET and (path.parent / "summary.json").is_file()
+    return (path.name in AUDIT_OUTPUTS and (path.parent / "summary.json").is_file()) or any(
+        folder.name == AUDIT_DOCS and (folder.parent / "summary.json").is_file() for folder in path.parents)
 
 
-def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
+def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[Path]]:
     """The files a log argument names: a file, a directory (every CSV/Parquet file below it, Hive
     folders included, but not hidden ones, such as a running audit's staging folder, nor an earlier
-    audit's outputs), a glob (less an audit's outputs), or a list of any of these. Returns a label and
-    the files, sorted."""
+    audit's outputs), a glob (less an audit's outputs), or a list of any of these. Returns a label, the
+    files, sorted, and the other files found in its directories (a compressed log, a checksum, a note):
+    not read, they are named in the summary so that a nightly job does not lose a log unseen."""
     items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     files: list[Path] = []
+    unread: list[Path] = []
     for item in map(str, items):
         path = Path(item)
         if any(ch in item for ch in "*?["):
@@ -241,12 +248,13 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
                 raise InputError(f"{item}: no file matches")
             files += matched
         elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in LOG_SUFFIXES
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                           and not _audit_output(p))
+            below = sorted(p for p in path.rglob("*") if p.is_file() and not _audit_output(p)
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            found = [p for p in below if p.suffix.lower() in LOG_SUFFIXES]
             if not found:
                 raise InputError(f"{path}: the directory holds no .csv or .parquet file")
             files += found
+            unread += [p for p in below if p.suffix.lower() not in LOG_SUFFIXES]
         else:
             files.append(path)
     label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
@@ -254,7 +262,7 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path]]:
     once = {}
     for path in files:
         once.setdefault(path.resolve(), path)
-    return label, list(once.values())
+    return label, list(once.values()), unread
 
 
 def hive_values(path: Path) -> dict[str, str]:
@@ -463,14 +471,15 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     Parquet, by a read of the few columns it tests, in which the files of nights before `since` are
     skipped by their statistics (see `Selection.stored`).
     """
-    label, files = expand(inputs)
+    label, files, unread = expand(inputs)
     opened = [_open(path, contract_name, mapping, selection) for path in files]
     for path, one in zip(files, opened):
         if not _has_rows(path, one.rows(0, None, narrowed=False)):
             raise InputError(f"{path}: the header has no rows under it; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
-               tuple(one.rows for one in opened), tuple(one.ruled_out for one in opened), selection)
+               tuple(one.rows for one in opened), tuple(one.ruled_out for one in opened), selection,
+               tuple(unread))
 
 
 def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:

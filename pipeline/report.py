@@ -127,8 +127,17 @@ def _provenance(summary: dict) -> str:
                  [[summary["tool"]["name"], summary["tool"]["version"], summary["started_at"],
                    f"{status}: {EXIT_MEANINGS.get(status, '')}"]])
         + "<h3>Inputs</h3>" + _table(["role", "path", "format", "rows", "SHA-256", "mapping"], inputs, {3})
+        + _not_read(summary["inputs_not_read"])
         + "<h3>Rules</h3>" + _table(["file", "what", "SHA-256"], rules)
     )
+
+
+def _not_read(unread: list[dict]) -> str:
+    """The files beside the logs in the input folders that were not read, for the reader to rule on."""
+    if not unread:
+        return ""
+    return ("<h3>Not read</h3><p>Files in the input folders that are not logs (.csv, .txt, .parquet, .pq) "
+            "and were not audited:</p>" + _table(["role", "path"], [[u["role"], u["path"]] for u in unread]))
 
 
 def _headline(summary: dict) -> str:

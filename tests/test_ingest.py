@@ -258,7 +258,35 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     log = write(tmp_path / "logs" / "rounds.csv", f"{HEADER}\n{GOOD}\n")
     (tmp_path / "link.csv").symlink_to(log)
     monkeypatch.chdir(tmp_path)
-    label, files = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "logs"])
+    label, files, _ = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "logs"])
     assert files == [Path("logs/rounds.csv")]
     completed = cli("audit", "logs/rounds.csv", log, "link.csv", "--out", tmp_path / "out", "--no-contract")
     assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
+
+
+def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unseen(tmp_path):
+    """A compressed log or a marker beside the logs is not read, and the summary, the command's output
+    and the report say so; hidden files and an earlier audit's outputs are not named."""
+    rounds, bets = tmp_path / "rounds" / "date=2026-11-04", tmp_path / "bets"
+    rounds.mkdir(parents=True)
+    bets.mkdir()
+    write(rounds / "T01.csv", f"{HEADER}\n{GOOD}\n")
+    write(rounds / "T02.csv.gz", b"\x1f\x8b not read")
+    write(rounds / "_SUCCESS", "")
+    write(rounds / ".T01.csv.crc", "")
+    write(bets / "bets.csv", "bet_id,round_id,bet_type,stake,paid\nB1,R1,player,10,0\n")
+    write(bets / "README", "the bets of 2026-11-04")
+    earlier = tmp_path / "rounds" / "earlier"
+    (earlier / "contract").mkdir(parents=True)
+    for name in ("summary.json", "report.html", "evidence.json", "contract/index.html"):
+        write(earlier / name, "{}")
+    completed = cli("audit", tmp_path / "rounds", "--bets", bets, "--out", tmp_path / "out", "--no-contract")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["inputs_not_read"] == [{"role": "rounds", "path": str(rounds / "T02.csv.gz")},
+                                          {"role": "rounds", "path": str(rounds / "_SUCCESS")},
+                                          {"role": "bets", "path": str(bets / "README")}]
+    assert f"Not read: 3 files in the input folders are not logs (.csv, .txt, .parquet, .pq): " \
+           f"{rounds / 'T02.csv.gz'}, {rounds / '_SUCCESS'}, {bets / 'README'}\n" in completed.stdout
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "<h3>Not read</h3>" in report and str(bets / "README") in report
