@@ -208,13 +208,14 @@ def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.Da
     """One column of a log a part at a time, every copy of a value in the same part (see
     `pipeline.parts`), each part with a run name; parts of about BATCH_ROWS rows."""
     folder = scratch / f"{subject.contract_name}.{column}"
-    folder.mkdir()
     part_count = max(1, -(-subject.rows // BATCH_ROWS))
     part = parts.part_of(pl.col(column), part_count)
     for i, piece in enumerate(subject.pieces):
-        ingest.collect(subject.label, [parts.write(piece.select(column), part, folder / f"{i:06d}.parquet")])
+        ingest.collect(subject.label, [parts.write(piece.select(column), part, folder, f"{i:06d}")])
+    schema = subject.pieces[0].select(column).collect_schema()
     for k in range(part_count):
-        yield ingest.collect(subject.label, [parts.read(folder, k)])[0], f"{column} unique, part {k + 1} of {part_count}"
+        yield (ingest.collect(subject.label, [parts.read(folder, k, schema)])[0],
+               f"{column} unique, part {k + 1} of {part_count}")
 
 
 def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
