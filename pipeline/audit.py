@@ -286,7 +286,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
         found = integrity.integrity_findings(pieces, decks, log.columns, started, collect,
-                                             starts_cut=options.selection.since is not None)
+                                             starts_cut=options.selection.since is not None,
+                                             scratch=staging / "integrity")
         found.drop("kind").write_parquet(staging / "findings.integrity.parquet")
         levels = [level for level in fairness.LEVELS if level in log.columns]
         if levels:

@@ -13,14 +13,15 @@ Rounds are taken in hand_no order within a shoe, the file order breaking ties.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from datetime import datetime
+from pathlib import Path
 
 import polars as pl
 
-from pipeline import cards, ingest
+from pipeline import cards, ingest, parts
 from pipeline.checks import card_name
 from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
@@ -75,23 +76,41 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
     return found.unique().with_row_index("shoe")
 
 
-def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
-                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]]) -> list[pl.DataFrame]:
-    """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
-    over shoes need and no text, collected piece by piece.
+def _by_group(frames: list[pl.LazyFrame], group: pl.Expr, groups: int, collect: Collect,
+              scratch: Path | None) -> Iterator[pl.DataFrame]:
+    """The rows of `frames` (one query each) a group at a time, `group` numbering them from 0 to
+    `groups` - 1. With a `scratch` folder, each frame is written there a file per group (see
+    `pipeline.parts`) and each group read back alone, so memory holds a group, not the log: held whole,
+    the columns the windows over shoes need grew the audit's peak by 30 MiB per million rounds (1.4 GiB
+    at 30M). Without one (a Spark task, which holds its partition anyway), they are held and filtered."""
+    if scratch is None:
+        held = _each(frames, lambda frame: frame, collect)
+        yield from (held.filter(group == g) for g in range(groups))
+        return
+    for i, frame in enumerate(frames):
+        collect(parts.write(frame, group.alias("part"), scratch, f"{i:06d}"))
+    schema = frames[0].collect_schema()
+    yield from (collect(parts.read(scratch, g, schema)) for g in range(groups))
 
-    The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces): every
-    shoe is whole in its group, the sort holds a fraction of the log, and every query reads the same sort.
+
+def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
+                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]], scratch: Path | None) -> list[pl.DataFrame]:
+    """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
+    over shoes need and no text.
+
+    The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces, see
+    `_by_group`): every shoe is whole in its group, the sort holds a fraction of the log, and every
+    query reads the same sort.
     """
-    narrow = _each(pieces, lambda piece: piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
+    narrow = [piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
-        in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8))), collect)
-    if not narrow["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
-        narrow = narrow.sort("log_row")
-    groups = len(pieces)
+        in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
+        for piece in pieces]
     found: list[list[pl.DataFrame]] = [[] for _ in queries]
-    for group in range(groups):
-        in_order = _in_shoe_order(narrow.filter(pl.col("shoe") % groups == group))
+    for rounds in _by_group(narrow, pl.col("shoe") % len(pieces), len(pieces), collect, scratch):
+        if not rounds["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
+            rounds = rounds.sort("log_row")
+        in_order = _in_shoe_order(rounds)
         for i, query in enumerate(queries):
             found[i].append(query(in_order.lazy()).collect())
     return [pl.concat(frames) for frames in found]
@@ -145,14 +164,16 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     return _each(pieces, one_piece, collect)
 
 
-def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect) -> list[_WriteUp]:
+def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect,
+                scratch: Path | None) -> list[_WriteUp]:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
     Each piece gives one frame of the cards it shows, one row per card (burned and cancelled cards
     first, when the log lists them, then the deal order): its round, its place in the round, and a key,
     one integer per (shoe code, card). Cards are counted per key piece by piece and the counts added
-    up; only the rare keys over their decks are then put in deal order, and only the rounds found are
-    joined back to their place in the log. Every query reads one piece, so memory stays bounded.
+    up a group of keys at a time (`_by_group`: a shoe's 52 keys are many); only the rare keys over
+    their decks are then put in deal order, and only the rounds found are joined back to their place
+    in the log. Every query reads one piece, so memory stays bounded.
     """
     def shown(frame: pl.LazyFrame, placed: bool) -> pl.LazyFrame:
         """The cards, with their key and decks, and when `placed` their round and place in it (log_row,
@@ -175,14 +196,12 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
                 .select(*place, "decks", "card", *([pl.col("position").cast(pl.UInt8)] if placed else []),
                         key=pl.col("shoe_key") + pl.col("card")))
 
-    counts = _each(pieces, lambda piece: shown(piece, placed=False).group_by("key").agg(
-        pl.len().alias("count"), pl.col("decks").first()), collect)
-    parts = len(pieces)  # the partial counts are added up a part of the keys at a time, for memory
+    counts = [shown(piece, placed=False).group_by("key").agg(pl.len().alias("count"), pl.col("decks").first())
+              for piece in pieces]
     excess = pl.concat([
-        counts.lazy().filter(pl.col("key") % parts == part).group_by("key")
-        .agg(pl.col("count").sum(), pl.col("decks").first())
-        .filter(pl.col("count") > pl.col("decks")).select("key").collect()
-        for part in range(parts)])["key"]
+        counted.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
+        .filter(pl.col("count") > pl.col("decks")).select("key")
+        for counted in _by_group(counts, pl.col("key") % len(pieces), len(pieces), collect, scratch)])["key"]
     # Only the rounds of the shoes with such a card are shown again, card by card.
     over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
     candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
@@ -280,7 +299,8 @@ def timestamps(found: pl.DataFrame, run_started: datetime) -> list[_WriteUp]:
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
-                       run_started: datetime, collect: Collect, starts_cut: bool = False) -> pl.DataFrame:
+                       run_started: datetime, collect: Collect, starts_cut: bool = False,
+                       scratch: Path | None = None) -> pl.DataFrame:
     """The findings of every integrity check that can run on a log with these columns, with `kind`,
     which numbers the kinds of finding in the order of CODES, sorted by IN_ORDER (drop `kind` to publish).
     `starts_cut`: the log was narrowed by time from `since`, so a shoe may start before it (see
@@ -288,8 +308,8 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
 
     `pieces` are the replayed rounds in parts (the staged pieces), in log order; or, on Spark, the
     rounds of some whole shoes. Every query reads one piece: the windows over shoes run on a few
-    numeric columns collected piece by piece, and the few rounds they find are written up in one
-    query per piece, so memory does not hold the log's text.
+    numeric columns, regrouped by shoe through the empty folder `scratch` when given (see `_by_group`),
+    and the few rounds they find are written up in one query per piece, so memory does not hold the log.
     """
     pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
@@ -297,11 +317,11 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     shoes = _shoe_codes(pieces, collect)
     in_shoe_order = [code for code in ("SHOE_SEQUENCE", "TIMESTAMP") if states[code] == "ran"]
     queries = {"SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
-    found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order])
-                     if in_shoe_order else []))
-    parts = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect),
-             "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
-             "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
-    kinds = [kind for code, make in parts.items() if states[code] == "ran" for kind in make()]
+    found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order],
+                                                  scratch and scratch / "shoes") if in_shoe_order else []))
+    write_ups = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect, scratch and scratch / "cards"),
+                 "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
+                 "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
+    kinds = [kind for code, make in write_ups.items() if states[code] == "ran" for kind in make()]
     return (_write_up(pieces, kinds, collect) if kinds else pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
             ).sort(IN_ORDER)
