@@ -197,11 +197,13 @@ def bets_in_scope(bet_log: ingest.Log, selection: ingest.Selection, staging: Pat
     return [piece.filter(pl.col("round_id").is_in(kept["round_id"].implode())) for piece in pieces]
 
 
-def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries) -> None:
-    """`rows` of `log` (one at most per row of it, in no order) sunk to `name` by file and row: a piece
-    of the log's rows (files smaller than a piece together) sorted at a time, then the sorted pieces
-    joined end to end. Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text)
-    took the audit's peak to 952 MiB."""
+def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries,
+                       in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda rows: rows.sort(
+                           "source_file", "source_row")) -> None:
+    """`rows` of `log` (in no order) sunk to `name` sorted `in_order` (by file and row): a piece of the
+    log's rows (files smaller than a piece together) sorted at a time, then the sorted pieces joined
+    end to end. Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took
+    the audit's peak to 952 MiB."""
     (run.staging / f"{name}.pieces").mkdir()
     pieces: list[list[tuple[str, int, int]]] = []  # each a list of (file, first row, last row)
     size = PIECE_ROWS
@@ -218,7 +220,7 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
         written.append(f"{name}.pieces/{len(written):06d}.parquet")
         in_piece = pl.any_horizontal((pl.col("source_file") == file) & pl.col("source_row").is_between(first, last)
                                      for file, first, last in piece)
-        run.sink(written[-1], rows.filter(in_piece).sort("source_file", "source_row"), log.path)
+        run.sink(written[-1], in_order(rows.filter(in_piece)), log.path)
     joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written]) if written else rows
     run.sink(name, joined, log.path)
 
@@ -246,13 +248,17 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
                                       suited_cards=pl.col("suited_cards").sum())}
 
 
-def _merge_findings(staging: Path) -> None:
-    """findings.parquet: the per-round findings in log order, then each integrity check's, then the bets'."""
-    per_round = in_log_order(pl.scan_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
-                                              staging / "findings.duplicates.parquet"]))
-    others = [pl.scan_parquet(staging / f"findings.{part}.parquet") for part in ("integrity", "bets")
-              if (staging / f"findings.{part}.parquet").exists()]
-    pl.concat([per_round, *others]).sink_parquet(staging / "findings.parquet")
+def _merge_findings(log: ingest.Log, run: _Queries) -> None:
+    """findings.parquet: the per-round findings in log order, then each integrity check's, then the bets'.
+    Each piece's findings are in log order already, but a duplicate's come from every piece: they are
+    put in place a piece of the log at a time (`_sink_in_log_order`), since findings grow with the log."""
+    staging = run.staging
+    per_round = pl.scan_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
+                                 staging / "findings.duplicates.parquet"])
+    _sink_in_log_order(per_round, log, "findings.per_round.parquet", run, in_log_order)
+    found = [pl.scan_parquet(staging / f"findings.{part}.parquet") for part in ("per_round", "integrity", "bets")
+             if (staging / f"findings.{part}.parquet").exists()]
+    pl.concat(found).sink_parquet(staging / "findings.parquet")
 
 
 def _staged(staging: Path) -> list[Path]:
@@ -295,7 +301,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
                 [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     if bet_log is not None:
         counted |= _check_bets(bet_log, options.selection, label, pieces, copies, names, run, staging)
-    _merge_findings(staging)
+    _merge_findings(log, run)
     return counted
 
 
@@ -365,20 +371,25 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
 
 
 def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
-    """Write fairness.parquet and add TABLE_STATS findings; None when the log has no table, dealer or shoe."""
+    """Write fairness.parquet and add TABLE_STATS findings; return the table level's tests (None when
+    the log has no table, dealer or shoe). The tests are written a chunk at a time, then joined."""
     if "fairness" not in counted:
         return None
     levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
     decks_of = {name: profiles.load(name).decks for name in counted["fairness"]["profile"].unique()}
-    tests = fairness.statistics(fairness.group_counts(counted["fairness"], decks_of, levels),
-                                options.fairness_threshold)
-    tests.write_parquet(staging / "fairness.parquet")
-    flagged = fairness.table_findings(tests, options.fairness_threshold)
+    (staging / "fairness.pieces").mkdir()
+    for i, tests in enumerate(fairness.statistics_by_chunk(
+            fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold)):
+        tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
+    table_level = tests  # the last chunk (see `fairness.statistics_by_chunk`)
+    written = sorted((staging / "fairness.pieces").glob("*.parquet"))
+    pl.scan_parquet(written).sink_parquet(staging / "fairness.parquet")
+    flagged = fairness.table_findings(table_level, options.fairness_threshold)
     if flagged.height:
         pl.concat([pl.scan_parquet(staging / "findings.parquet"), flagged.lazy()]).sink_parquet(
             staging / "findings.all.parquet")
         os.replace(staging / "findings.all.parquet", staging / "findings.parquet")
-    return tests
+    return table_level
 
 
 def publish(staging: Path, out_dir: Path) -> None:

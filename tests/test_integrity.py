@@ -4,6 +4,7 @@ import math
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
 from pipeline import audit, fairness, generate, ingest
@@ -93,6 +94,20 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
     for test in ("banker_wins", "naturals", "player_pairs"):
         z = t01[test]["statistic"]
         assert t01[test]["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)), rel=1e-12)
+
+
+def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, monkeypatch):
+    """Chunks of 7 shoes: the rows, their order and the table level's correction are the same (the
+    figures to floating-point rounding: the cells are summed in no set order, chunked or not)."""
+    audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
+    monkeypatch.setattr(fairness, "CHUNK_GROUPS", 7)
+    result = audit.audit(faulted_log["parquet"], tmp_path / "chunked", QUICK)
+    whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
+    assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
+    assert_frame_equal(whole, chunked, rel_tol=1e-12)
+    tables = whole.filter(pl.col("level") == "table")
+    assert [(t["group"], t["test"]) for t in result.summary["fairness"]["tables"]] == list(
+        tables.select("group", "test").iter_rows())
 
 
 def test_benjamini_hochberg_matches_the_textbook_example():
