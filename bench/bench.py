@@ -5,7 +5,7 @@ and fairness) and the settlement of the bets, the nightly job with all of them, 
 narrowed audit (one table on one night), on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
-is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--dir bench/logs]
+is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs]
 """
 
 from __future__ import annotations
@@ -132,6 +132,9 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("bench/logs"))
     parser.add_argument("--row-by-row-max", type=int, default=1_000_000,
                         help="largest log the row-by-row replay is run on (it is slow)")
+    parser.add_argument("--flat-rounds", type=int, default=30_000_000,
+                        help="a larger log on which only the audit and the nightly job are run, to show "
+                             "whether their peak memory grows with the log (0: not run)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -168,6 +171,13 @@ def main() -> None:
             flagged = figures["row-by-row"]["flagged"], figures["audit-per-round"]["flagged"]
             print(f"  rounds flagged by row-by-row {flagged[0]:,}, by the per-round checks {flagged[1]:,}: "
                   + ("equal" if flagged[0] == flagged[1] else "DIFFERENT"))
+    if args.flat_rounds:
+        path, _ = make_log(args.flat_rounds, args.dir)
+        print(f"\n{args.flat_rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet): does the peak grow?")
+        for t in ("audit", "nightly"):
+            f = measure(t, path, args.dir / f"out_{args.flat_rounds}")
+            print(f"  {t:<15} {f['seconds']:8.2f} s  {args.flat_rounds / f['seconds']:>12,.0f} rounds/s  "
+                  f"peak {f['peak_mib']:7.0f} MiB")
 
 
 if __name__ == "__main__":
