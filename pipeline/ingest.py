@@ -16,7 +16,7 @@ import glob
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -108,10 +108,11 @@ class Selection:
         return any(wanted and column in fixed and fixed[column] not in wanted
                    for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)))
 
-    def stored(self, columns: dict[str, str]) -> pl.Expr:
+    def stored(self, columns: dict[str, str], timed: tuple[str, pl.Datetime] | None = None) -> pl.Expr:
         """A test on a file's rows as stored (text not yet trimmed, nor translated by a mapping) that
         every row the selection keeps passes; `columns` names the columns that are such text, and what
-        the file calls each (a mapping renames them). Put before the trim, it spares the trim of the
+        the file calls each (a mapping renames them); `timed`, a dealt_at stored as a Parquet timestamp
+        (what the file calls it, and its type). Put before the trim, it spares the trim of the
         rows it drops; and in a Parquet file, the reader decodes the other columns only where it holds,
         and passes over the row groups whose statistics rule it out (under `since`, the nights before
         the window).
@@ -120,7 +121,9 @@ class Selection:
         time the contract reads (`timestamp`) starts with its date, year first, and sorts as text by
         that date whatever the rest: an offset moves it less than a day, and a month or day written
         with one digit sorts at or above its two-digit form; text before the first digit (a space, a
-        sign) sorts below "0". No such test is made of `until`: "2026-9-30" sorts after "2026-10-01".
+        sign) sorts below "0". No such test is made of `until` on text: "2026-9-30" sorts after
+        "2026-10-01". A timestamp is tested on both sides, a day wide of the window (the text the
+        audit reads of it keeps microseconds), so the reader passes over the row groups outside it.
         """
         keep = pl.lit(True)
         for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes), ("round_id", self.rounds)):
@@ -130,6 +133,17 @@ class Selection:
         if self.since and "dealt_at" in columns:
             stored = pl.col(columns["dealt_at"])
             keep &= (stored >= (self.since - timedelta(days=1)).date().isoformat()) | (stored < "0")
+        if timed is not None:
+            name, dtype = timed
+
+            def as_stored(moment: datetime) -> pl.Expr:
+                """`moment` as the column holds one: in its zone, or in UTC without one (as it is read)."""
+                utc = pl.lit(moment.astimezone(UTC)).dt.cast_time_unit(dtype.time_unit)
+                return utc.dt.convert_time_zone(dtype.time_zone) if dtype.time_zone else utc.dt.replace_time_zone(None)
+            if self.since:
+                keep &= pl.col(name) >= as_stored(self.since - timedelta(days=1))
+            if self.until:
+                keep &= pl.col(name) <= as_stored(self.until + timedelta(days=1))
         return keep
 
     def predicate(self) -> pl.Expr:
@@ -401,6 +415,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
 
     as_stored = {c: stored_as.get(c, c) for c in present
                  if dtypes[c] == pl.String and not (mapping and c in mapping.values)}
+    timed = ((stored_as.get("dealt_at", "dealt_at"), dtypes["dealt_at"]) if "dealt_at" in present
+             and isinstance(dtypes["dealt_at"], pl.Datetime) and not (mapping and "dealt_at" in mapping.values)
+             else None)
     # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
     malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String).alias("malformed")
 
@@ -423,7 +440,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         """
         if not (narrowed and selection):
             return shaped(read(start, count), start + 1, None)
-        stored = selection.stored(as_stored)
+        stored = selection.stored(as_stored, timed)
         if file_format == "csv":
             return shaped(read(start, count), start + 1, stored)
         row = pl.col("source_row")

@@ -290,3 +290,36 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
            f"{rounds / 'T02.csv.gz'}, {rounds / '_SUCCESS'}, {bets / 'README'}\n" in completed.stdout
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h3>Not read</h3>" in report and str(bets / "README") in report
+
+
+@pytest.mark.parametrize("zone", [None, "UTC", "Europe/Malta"])
+def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, zone):
+    """A Parquet timestamp gets a test of its own on both sides of the window (which reaches the row
+    groups' statistics): it keeps every round the window does, and rules out the days far from it."""
+    from datetime import UTC, timedelta
+
+    from pipeline import audit
+
+    rounds = pl.read_parquet(Path(__file__).parent.parent / "data" / "rounds.parquet")
+    at = pl.col("dealt_at").str.to_datetime(time_zone="UTC") + pl.duration(days=pl.int_range(pl.len()) // 200)
+    at = at.dt.replace_time_zone(None) if zone is None else at.dt.convert_time_zone(zone)
+    typed = rounds.with_columns(dealt_at=at)
+    typed.write_parquet(tmp_path / "typed.parquet", row_group_size=100)
+    typed.with_columns(dealt_at=pl.col("dealt_at").dt.replace_time_zone("UTC") if zone is None else
+                       pl.col("dealt_at").dt.convert_time_zone("UTC")).with_columns(
+        dealt_at=pl.col("dealt_at").dt.to_string("%Y-%m-%dT%H:%M:%SZ")).write_parquet(tmp_path / "text.parquet")
+    window = ingest.Selection(since=datetime(2026, 11, 4, 18, 20, tzinfo=UTC),
+                              until=datetime(2026, 11, 6, 20, 0, tzinfo=UTC))
+    results = {name: audit.audit(tmp_path / f"{name}.parquet", tmp_path / name,
+                                 audit.Options(validate=False, selection=window)) for name in ("typed", "text")}
+    assert results["typed"].summary["rows_read"] == results["text"].summary["rows_read"] > 400
+    found = {name: pl.read_parquet(tmp_path / name / "findings.parquet").drop("source_file", "dealt_at")
+             for name in results}
+    assert found["typed"].equals(found["text"])
+    dtype = typed.schema["dealt_at"]
+    passes = typed.select(window.stored({}, ("dealt_at", dtype))).to_series()
+    kept = typed.select(ingest.as_text(pl.col("dealt_at"), dtype)).select(window.predicate()).to_series()
+    assert not (kept & ~passes).any()
+    utc = typed["dealt_at"].dt.replace_time_zone("UTC") if zone is None else typed["dealt_at"].dt.convert_time_zone("UTC")
+    far = (utc < window.since - timedelta(days=1)) | (utc > window.until + timedelta(days=1))
+    assert far.sum() > 800 and not (passes & far).any()
