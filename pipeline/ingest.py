@@ -482,17 +482,18 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
 
     A mapping renames the provider's columns and translates its values first. Optional columns a
     file lacks are added as nulls (or taken from Hive folder names), so later stages see one shape;
-    a required column that is missing, a repeated column or a file without rows is an InputError
-    naming the file. Other columns are ignored. A selection narrows the rows before anything is read,
+    a required column that is missing, a repeated column, or a log none of whose files has a row
+    under its header, is an InputError naming the file. One file among others may have none (a table
+    closed for the night): it is an input with 0 rows. Other columns are ignored. A selection narrows the rows before anything is read,
     and rules out a file it keeps no row of: by the file's Hive folders (table_id, shoe_id), or, in
     Parquet, by a read of the few columns it tests, in which the files of nights before `since` are
     skipped by their statistics (see `Selection.stored`).
     """
     label, files, unread = expand(inputs)
     opened = [_open(path, contract_name, mapping, selection) for path in files]
-    for path, one in zip(files, opened):
-        if not _has_rows(path, one.rows(0, None, narrowed=False)):
-            raise InputError(f"{path}: the header has no rows under it; nothing to audit")
+    if not any(_has_rows(path, one.rows(0, None, narrowed=False)) for path, one in zip(files, opened)):
+        raise InputError(f"{files[0]}: the header has no rows under it; nothing to audit" if len(files) == 1
+                         else f"{label}: none of its {len(files)} files has a row under its header; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names,
                tuple(one.rows for one in opened), tuple(one.ruled_out for one in opened), selection,

@@ -45,12 +45,19 @@ def _nested(folder: Path, column: pl.Expr) -> Path:
     return folder / "nested.parquet"
 
 
+def _headers_only(folder: Path) -> Path:
+    for name in ("a.csv", "b.csv"):
+        write(folder / name, HEADER + "\n")
+    return folder
+
+
 UNRUNNABLE = {
     "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
     "an empty directory": (lambda d: d, "the directory holds no .csv or .parquet file"),
     "neither CSV nor Parquet": (lambda d: write(d / "log.xlsx", "PK\x03\x04"), "neither CSV (.csv) nor Parquet"),
     "empty file": (lambda d: write(d / "empty.csv", ""), "the file is empty"),
     "header only": (lambda d: write(d / "header.csv", HEADER + "\n"), "the header has no rows under it"),
+    "a folder of headers only": (lambda d: _headers_only(d), "none of its 2 files has a row under its header"),
     "required column missing": (lambda d: write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),
                                 "required column banker_card_1"),
     "duplicate columns": (lambda d: write(d / "dup.csv", "round_id," + HEADER + "\nR0," + GOOD + "\n"),
@@ -323,3 +330,17 @@ def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, z
     utc = typed["dealt_at"].dt.replace_time_zone("UTC") if zone is None else typed["dealt_at"].dt.convert_time_zone("UTC")
     far = (utc < window.since - timedelta(days=1)) | (utc > window.until + timedelta(days=1))
     assert far.sum() > 800 and not (passes & far).any()
+
+
+def test_a_file_with_only_a_header_among_others_is_an_input_of_no_rows(tmp_path):
+    """A table closed for the night still writes its header: the night's other files are audited."""
+    (tmp_path / "logs").mkdir()
+    write(tmp_path / "logs" / "T01.csv", f"{HEADER}\n{GOOD}\n")
+    write(tmp_path / "logs" / "T02.csv", f"{HEADER}\n")
+    pl.DataFrame(schema={c: pl.String for c in HEADER.split(",")}).write_parquet(tmp_path / "logs" / "T03.parquet")
+    completed = cli("audit", tmp_path / "logs", "--out", tmp_path / "out", "--no-contract")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [(Path(i["path"]).name, i["rows"]) for i in summary["inputs"]] == [("T01.csv", 1), ("T02.csv", 0),
+                                                                              ("T03.parquet", 0)]
+    assert summary["rows_read"] == summary["rounds_audited"] == 1

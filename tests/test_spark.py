@@ -67,8 +67,8 @@ def _same_outputs(spark_dir, polars_dir) -> None:
             continue
         assert pl.read_parquet(spark_dir / name).equals(pl.read_parquet(polars_dir / name)), name
     on_spark, on_polars = (json.loads((d / "summary.json").read_text()) for d in (spark_dir, polars_dir))
-    for key in ("rows_read", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs", "selection",
-                "bets_read", "bets_quarantined", "bets_flagged", "money"):
+    for key in ("rows_read", "rows_quarantined", "rounds_flagged", "findings", "checks", "inputs", "inputs_not_read",
+                "selection", "bets_read", "bets_quarantined", "bets_flagged", "money"):
         assert on_spark.get(key) == on_polars.get(key), key
 
 
@@ -89,11 +89,17 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     for (table,), rows in rounds.group_by("table_id"):
         (tmp_path / "hive" / f"table_id={table}").mkdir(parents=True)
         rows.drop("table_id").write_parquet(tmp_path / "hive" / f"table_id={table}" / "rounds.parquet")
+    closed = tmp_path / "hive" / "table_id=T09"  # a table closed for the night: headers, no rows
+    closed.mkdir()
+    rounds.drop("table_id").head(0).write_parquet(closed / "rounds.parquet")
+    rounds.drop("table_id").head(0).write_csv(closed / "rounds.csv")
     plain = audit.Options(validate=False)
     spark.audit(tmp_path / "hive", tmp_path / "hive_spark", plain)
     audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
     _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
     assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
+    inputs = json.loads((tmp_path / "hive_spark" / "summary.json").read_text())["inputs"]
+    assert [i["rows"] for i in inputs if "T09" in i["path"]] == [0, 0]
     # T01's folder unread; only the bets of T02's rounds settled.
     one_table = audit.Options(validate=False, selection=ingest.Selection(tables=("T02",)), bets=data / "bets.parquet")
     spark.audit(tmp_path / "hive", tmp_path / "table_spark", one_table)
