@@ -140,22 +140,22 @@ def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
 
 
 def require_rows(log: ingest.Log, rows: int) -> None:
-    """A narrowing that keeps no row stops the run: an audit of nothing would pass as clean. (A file
-    without rows already stopped `ingest.scan`.)"""
+    """A narrowing that keeps no row stops the run: an audit of nothing would pass as clean. (A log
+    without a row already stopped `ingest.scan`.)"""
     if not rows:
         raise InputError(f"{log.path}: no row is in the selection ({log.selection}); nothing to audit")
 
 
-def _check_bets(bet_log: ingest.Log, selection: ingest.Selection, label: Path, pieces: list[pl.LazyFrame],
+def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
                 copies: pl.DataFrame, names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
-    """Settle every bet, a part of the round_ids (by hash) at a time; write their findings and quarantine
-    and return their counts. `pieces` are the replayable rounds of the log named `label`.
+    """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
+    write their findings and quarantine and return their counts. `pieces` are the replayable rounds of
+    the log named `label`.
 
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
     are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
     taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
     """
-    bet_pieces = bets_in_scope(bet_log, selection, staging)
     # A part holds about an eighth of a piece of either log, and its settled bets are held whole: 10M
     # rounds with bets peaked at 887 MiB settling quarters (34.7 s), at 749 MiB with eighths (39.9 s).
     part_count = 8 * max(len(pieces), len(bet_pieces))
@@ -266,9 +266,10 @@ def _staged(staging: Path) -> list[Path]:
     return sorted((staging / STAGED).glob("*.parquet"))
 
 
-def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], options: Options,
-           started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
-    """Every check over the staged rounds (and the bets); returns the small frames the summary needs."""
+def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
+           options: Options, started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
+    """Every check over the staged rounds (and the bets in scope, `bet_pieces`); returns the small
+    frames the summary needs."""
     run, label = _Queries(staging), log.path
     (staging / "findings.rounds").mkdir()
     rounds = pl.scan_parquet(staging / STAGED / "*.parquet")
@@ -300,7 +301,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, names: list[str], option
             counted["fairness"] = fairness.add_up(
                 [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     if bet_log is not None:
-        counted |= _check_bets(bet_log, options.selection, label, pieces, copies, names, run, staging)
+        counted |= _check_bets(bet_log, bet_pieces, label, pieces, copies, names, run, staging)
     _merge_findings(log, run)
     return counted
 
@@ -316,7 +317,9 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     try:
         _stage(log, options, staging)
         names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
-        counted = _check(log, bet_log, names, options, started, staging)
+        # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
+        bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
+        counted = _check(log, bet_log, bet_pieces, names, options, started, staging)
         if options.validate:
             # Imported only now: its ~280 MB would sit beside the checks' peak (1.12 GiB at 10M with bets).
             contract.preload()
@@ -329,8 +332,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
             options.on_phase("input contract (Great Expectations)")
             subjects = [contract.Subject("round_log", log.path, log.columns, staged, summary["rows_read"])]
             if bet_log is not None:
-                subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns,
-                                                 bets_in_scope(bet_log, options.selection, staging),
+                subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
             validated = contract.validate(subjects, staging, options.window, staging / DOCS)
             add_contract(summary, validated)

@@ -77,12 +77,9 @@ def _mapping(name: str | None) -> ingest.Mapping | None:
 
 def _window(start: datetime | None, end: datetime | None, options: str = "--window-start/--window-end"
             ) -> contract.Window:
-    """Two bounds given as UTC (without a zone, taken as UTC); an end before the start is a usage error,
-    not an empty window to audit."""
-    def utc(moment: datetime | None) -> datetime | None:
-        return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
-
-    window = contract.Window(utc(start), utc(end))
+    """Two bounds (as `_moment` and `_end` read them, so with a zone); an end before the start is a usage
+    error, not an empty window to audit."""
+    window = contract.Window(start, end)
     if window.start and window.end and window.start > window.end:
         first, second = options.split("/")
         raise _fail(InputError(f"{first} {window.start.isoformat()} is after {second} {window.end.isoformat()}"))
