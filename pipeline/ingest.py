@@ -484,10 +484,10 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     file lacks are added as nulls (or taken from Hive folder names), so later stages see one shape;
     a required column that is missing, a repeated column, or a log none of whose files has a row
     under its header, is an InputError naming the file. One file among others may have none (a table
-    closed for the night): it is an input with 0 rows. Other columns are ignored. A selection narrows the rows before anything is read,
-    and rules out a file it keeps no row of: by the file's Hive folders (table_id, shoe_id), or, in
-    Parquet, by a read of the few columns it tests, in which the files of nights before `since` are
-    skipped by their statistics (see `Selection.stored`).
+    closed for the night): it is an input with 0 rows. Other columns are ignored. A selection narrows
+    the rows before anything is read, and rules out a file it keeps no row of: by the file's Hive
+    folders (table_id, shoe_id), or, in Parquet, by a read of the few columns it tests, in which the
+    files of nights before `since` are skipped by their statistics (see `Selection.stored`).
     """
     label, files, unread = expand(inputs)
     opened = [_open(path, contract_name, mapping, selection) for path in files]
