@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
@@ -212,21 +212,32 @@ class Log:
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
-        query each: polars' streaming engine read ahead of a slow plan by up to a gigabyte at 10M
-        rounds, so a piece bounds what is in flight. Files smaller than a piece share one: every stage
-        runs a few queries per piece, and 200 files of 2,000 rounds, a piece each, took 16 s."""
-        held: list[pl.LazyFrame] = []
-        size = 0
-        for rows_from, total in self._selected(tuple(zip(self.ranges, self.rows_per_file))):
-            for start in range(0, max(total, 1), rows):
-                count = min(rows, total - start)
-                if held and size + count > rows:
-                    yield pl.concat(held) if len(held) > 1 else held[0]
-                    held, size = [], 0
-                piece = rows_from(start, rows)
-                held.append(piece.filter(self.selection.predicate()) if self.selection else piece)
-                size += count
-        yield pl.concat(held) if len(held) > 1 else held[0]
+        query each (see `spans`); a log without a row is one empty piece."""
+        selected = self._selected(tuple(zip(self.ranges, self.rows_per_file)))
+        for piece in list(spans(selected, rows)) or [[(selected[0][0], 0, 0)]]:
+            held = [rows_from(start, count) for rows_from, start, count in piece]
+            joined = pl.concat(held) if len(held) > 1 else held[0]
+            yield joined.filter(self.selection.predicate()) if self.selection else joined
+
+
+def spans(sizes: Iterable[tuple[object, int]], rows: int) -> Iterator[list[tuple[object, int, int]]]:
+    """Items of the given sizes (a log's files and their rows), in order, cut in pieces of at most
+    `rows` rows: each piece a list of (item, first row from 0, row count). An item larger than a piece
+    spans several; items smaller than a piece share one. A piece bounds what a streaming query holds:
+    polars read ahead of a slow plan by up to a gigabyte at 10M rounds. Small files share one because
+    every stage runs a few queries per piece: 200 files of 2,000 rounds, a piece each, took 16 s."""
+    held: list[tuple[object, int, int]] = []
+    size = 0
+    for item, total in sizes:
+        for start in range(0, total, rows):
+            count = min(rows, total - start)
+            if held and size + count > rows:
+                yield held
+                held, size = [], 0
+            held.append((item, start, count))
+            size += count
+    if held:
+        yield held
 
 
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}

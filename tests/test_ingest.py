@@ -344,3 +344,12 @@ def test_a_file_with_only_a_header_among_others_is_an_input_of_no_rows(tmp_path)
     assert [(Path(i["path"]).name, i["rows"]) for i in summary["inputs"]] == [("T01.csv", 1), ("T02.csv", 0),
                                                                               ("T03.parquet", 0)]
     assert summary["rows_read"] == summary["rounds_audited"] == 1
+
+
+def test_spans_cut_large_files_and_put_small_ones_together_in_order():
+    """Every row of every file lands in exactly one piece, in order, and no piece exceeds its size;
+    a file without rows takes no span."""
+    sizes = [("a", 25), ("b", 3), ("c", 0), ("d", 4), ("e", 10)]
+    pieces = list(ingest.spans(sizes, 10))
+    assert pieces == [[("a", 0, 10)], [("a", 10, 10)], [("a", 20, 5), ("b", 0, 3)], [("d", 0, 4)], [("e", 0, 10)]]
+    assert list(ingest.spans([("a", 0)], 10)) == []
