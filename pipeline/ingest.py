@@ -121,9 +121,11 @@ class Selection:
         time the contract reads (`timestamp`) starts with its date, year first, and sorts as text by
         that date whatever the rest: an offset moves it less than a day, and a month or day written
         with one digit sorts at or above its two-digit form; text before the first digit (a space, a
-        sign) sorts below "0". No such test is made of `until` on text: "2026-9-30" sorts after
-        "2026-10-01". A timestamp is tested on both sides, a day wide of the window (the text the
-        audit reads of it keeps microseconds), so the reader passes over the row groups outside it.
+        sign) sorts below "0". Under `until`, only a text that starts with a padded date (YYYY-MM-DD)
+        is tested, since "2026-9-30" sorts after "2026-10-01": a row is dropped when that date is
+        over a day after the window. A timestamp is tested on both sides, a day wide of the window
+        (the text the audit reads of it keeps microseconds), so the reader passes over the row groups
+        outside it.
         """
         keep = pl.lit(True)
         for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes), ("round_id", self.rounds)):
@@ -133,6 +135,10 @@ class Selection:
         if self.since and "dealt_at" in columns:
             stored = pl.col(columns["dealt_at"])
             keep &= (stored >= (self.since - timedelta(days=1)).date().isoformat()) | (stored < "0")
+        if self.until and "dealt_at" in columns:
+            date = pl.col(columns["dealt_at"]).str.slice(0, 10)
+            later = date > (self.until + timedelta(days=1)).date().isoformat()
+            keep &= ~(later & date.str.contains(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))
         if timed is not None:
             name, dtype = timed
 

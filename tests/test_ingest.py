@@ -215,9 +215,10 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
 
 def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
     """`Selection.stored` runs before the trim, and on Parquet rules out whole files by their statistics:
-    every spelling the contract reads as a time in the window must pass it, padded or not, with an
-    offset, a sign or spaces around it, and every table_id the selection keeps; and it must still rule
-    out most earlier days and other tables."""
+    every spelling the contract reads as a time in the window (`--since` or `--until`) must pass it,
+    padded or not, with an offset, a sign or spaces around it, and every table_id the selection keeps;
+    and its test of dealt_at alone must still rule out days outside the window."""
+    import itertools
     from datetime import UTC, datetime, timedelta
 
     from pipeline import ingest
@@ -233,16 +234,17 @@ def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
     stored = pl.DataFrame({"dealt_at": texts[:len(tables)], "table_id": tables})
     trimmed = stored.select(pl.all().str.strip_chars())  # what the log frame holds
     assert trimmed.select(ingest.timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
-    ruled_out_some = False
-    for since in [day + timedelta(hours=h) for day in days for h in (0, 13)]:
-        for wanted in (("T01",), ("T10", "T02")):
-            selection = ingest.Selection(tables=wanted, since=since)
+    ruled_out = {"since": False, "until": False}
+    for moment in [day + timedelta(hours=h) for day in days for h in (0, 13)]:
+        for wanted, side in itertools.product(((), ("T01",), ("T10", "T02")), ("since", "until")):
+            selection = ingest.Selection(tables=wanted, **{side: moment})
             kept = trimmed.select(selection.predicate())
             passes = stored.select(selection.stored({"dealt_at": "dealt_at", "table_id": "table_id"}))
             tested = pl.DataFrame({"kept": kept.to_series(), "passes": passes.to_series()})
-            assert tested.filter(pl.col("kept") & ~pl.col("passes")).height == 0, (since, wanted)
-            ruled_out_some |= tested.filter(~pl.col("passes")).height > 0
-    assert ruled_out_some
+            assert tested.filter(pl.col("kept") & ~pl.col("passes")).height == 0, (side, moment, wanted)
+            if not wanted:  # the test on dealt_at alone
+                ruled_out[side] |= tested.filter(~pl.col("passes")).height > 0
+    assert ruled_out == {"since": True, "until": True}
 
 
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
