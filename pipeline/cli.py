@@ -6,10 +6,12 @@ import json
 import sys
 import tempfile
 import time
+import traceback
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
+import polars as pl
 import typer
 
 from pipeline import audit as audit_run
@@ -18,7 +20,7 @@ from pipeline import generate as generator
 from pipeline import contract, fairness, ingest, profiles, progress, settlement
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
-from pipeline.errors import EXIT_CANNOT_RUN, InputError
+from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -112,7 +114,8 @@ def audit(
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
-    """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run."""
+    """Audit every round of ROUNDS. Exit 0: all clean; 1: findings or quarantine; 2: could not run;
+    3: the tool failed."""
     started = time.perf_counter()
     if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
@@ -175,7 +178,8 @@ def validate(
     docs: Annotated[Path | None, typer.Option(help="Write the Great Expectations Data Docs here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Run the input contract alone. Exit 0: every expectation met; 1: some not met; 2: could not run."""
+    """Run the input contract alone. Exit 0: every expectation met; 1: some not met; 2: could not run;
+    3: the tool failed."""
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
@@ -307,7 +311,8 @@ def odds(
 
 
 def main() -> None:
-    """Entry point: usage errors become one line on stderr and exit 2, like every other failure."""
+    """Entry point: usage errors become one line on stderr and exit 2, like every input that cannot be
+    audited; a failure of the tool itself is one line too, and exit 3."""
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
@@ -319,4 +324,17 @@ def main() -> None:
     except OSError as error:  # an output that cannot be written (a folder that cannot be made, a full disk)
         typer.echo(f"error: {error.filename or 'output'}: cannot be written ({error.strerror or error})", err=True)
         code = EXIT_CANNOT_RUN
+    except (Exception, pl.exceptions.PanicException) as error:  # a panic is not an Exception
+        typer.echo(f"error: {_failure(error)}", err=True)
+        code = EXIT_FAILED
     sys.exit(code or 0)
+
+
+def _failure(error: BaseException) -> str:
+    """One line for a failure of the tool itself, which would otherwise end Python with a traceback and
+    exit 1, the code of a run with findings: what failed, and a file holding the traceback to report."""
+    with tempfile.NamedTemporaryFile("w", prefix="baccarat-audit-", suffix=".traceback", delete=False) as kept:
+        traceback.print_exception(error, file=kept)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return (f"the tool failed ({type(error).__name__}{': ' + first if first else ''}); not a verdict on the log. "
+            f"Traceback: {kept.name}")

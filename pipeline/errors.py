@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_CLEAN = 0
 EXIT_FLAGGED = 1
 EXIT_CANNOT_RUN = 2
+EXIT_FAILED = 3  # the tool itself failed (a bug, or its engine: a Spark job lost), not its input
 
 
 class InputError(Exception):

@@ -202,12 +202,22 @@ def session(master: str):
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this environment's packages
     builder = SparkSession.builder.appName("baccarat-audit")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted:
+        if not (master.startswith(("local", "spark://", "k8s://")) or master == "yarn"):  # Spark's own rule
+            raise InputError(f"--spark-master {master}: expected local, local[N], spark://HOST:PORT, "
+                             "k8s://URL or yarn")
         builder = builder.master(master)
-    spark = (builder
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    try:
+        spark = (builder
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    except Exception as error:  # an unreachable master gives up after a minute, with a Java exception
+        where = "the master given to spark-submit" if submitted else master
+        cause = str(getattr(error, "java_exception", error)).strip().splitlines() or [type(error).__name__]
+        raise InputError(f"{where}: no Spark session could be started; is the master up and reachable from "
+                         f"here? ({cause[0]})") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

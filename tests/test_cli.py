@@ -104,6 +104,30 @@ def test_unknown_option_is_one_line_and_exit_2(tmp_path):
     assert completed.stderr.startswith("error: No such option: --bogus") and completed.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("failure", [KeyError("player_code_4"), pl.exceptions.PanicException("index out of bounds")])
+def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(failure, tmp_path, monkeypatch, capsys):
+    """A bug (here an audit that raises; a polars panic is not even an Exception) must not end in a
+    traceback and Python's exit 1, which a nightly job reads as findings: one line, exit 3, and the
+    traceback kept in a file that the line names."""
+    import tempfile
+
+    from pipeline import audit, cli
+
+    def broken(*args, **kwargs):
+        raise failure
+    monkeypatch.setattr(audit, "audit", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["baccarat-audit", "audit", str(ASSETS / "mixed_notation.csv"),
+                                      "--out", str(tmp_path / "out"), "--quiet"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 3
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: the tool failed ({type(failure).__name__}: ")
+    kept = tmp_path / lines[0].rsplit("Traceback: ", 1)[1]
+    assert kept.parent == tmp_path and "in broken" in kept.read_text() and str(failure) in kept.read_text()
+
+
 def test_explain_walks_the_tableau_and_compares_recorded_values():
     result = run("explain", ASSETS / "mixed_notation.csv", "R2")
     assert result.exit_code == 0, result.output

@@ -159,6 +159,13 @@ def test_spark_stops_with_the_polars_engines_one_line(tmp_path, selection, bets,
         spark.audit(ASSETS.parent.parent / "data" / "rounds.csv", tmp_path / "out", options, master="local[2]")
 
 
+def test_a_master_url_spark_cannot_take_is_one_line(tmp_path):
+    """Spark's JVM would refuse it with a Java stack trace; the run stops first, with exit 2. (An
+    unreachable master makes Spark give up after a minute; that one line is in the README.)"""
+    with pytest.raises(InputError, match=r"--spark-master spark:/head:7077: expected local, local\[N\], spark://"):
+        spark.audit(ASSETS / "mixed_notation.csv", tmp_path / "out", audit.Options(validate=False), "spark:/head:7077")
+
+
 def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
     """Whole floats as whole numbers, NaN as not recorded, other floats as they are, and timestamps as
     ISO text in UTC (`ingest.as_text`)."""
