@@ -22,9 +22,11 @@ few rows the evidence explains) and writes every output of the polars engine wit
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import signal
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -208,6 +210,7 @@ def session(master: str):
             raise InputError(f"--spark-master {master}: expected local, local[N], spark://HOST:PORT, "
                              "k8s://URL or yarn")
         builder = builder.master(master)
+    on_interrupt = signal.getsignal(signal.SIGINT)
     try:
         spark = (builder
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -219,6 +222,9 @@ def session(master: str):
         raise InputError(f"{where}: no Spark session could be started; is the master up and reachable from "
                          f"here? ({cause[0]})") from None
     spark.sparkContext.setLogLevel("ERROR")
+    # Spark put in its own Ctrl-C handler, which fails when Ctrl-C comes as the session stops; the
+    # caller's (the CLI's) stays in charge, and `audit` stops the session, and its jobs, on the way out.
+    signal.signal(signal.SIGINT, on_interrupt)
     return spark
 
 
@@ -402,8 +408,13 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         spark = session(master)
         try:
             names, counted, explained, validated = _run(spark, log, bet_log, options, started, staging)
-        finally:
-            spark.stop()
+        except BaseException:
+            # A signal may have stopped the session mid-call, which leaves its gateway unable to answer
+            # the stop (a KeyError in py4j): that error would hide the first one.
+            with contextlib.suppress(Exception):
+                spark.stop()
+            raise
+        spark.stop()
         tests = polars_engine.fairness_tests(counted, options, staging)
         findings = pl.scan_parquet(staging / "findings.parquet")
         summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)

@@ -128,6 +128,28 @@ def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(fa
     assert kept.parent == tmp_path and "in broken" in kept.read_text() and str(failure) in kept.read_text()
 
 
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(stop, tmp_path):
+    """A scheduler's SIGTERM (or Ctrl-C) mid-run: one line, exit 2, and neither outputs that look
+    complete nor the staging folder (hundreds of MB at 10M rounds) are left in the output directory."""
+    import signal
+    import time
+
+    sample = pl.read_parquet(ASSETS.parent.parent / "data" / "rounds.parquet")
+    pl.concat([sample.with_columns(pl.col("round_id") + f"-{i}") for i in range(250)]).write_parquet(
+        tmp_path / "rounds.parquet")  # 500,000 rounds: a run of a few seconds
+    out = tmp_path / "out"
+    running = subprocess.Popen([sys.executable, "-m", "pipeline", "audit", str(tmp_path / "rounds.parquet"),
+                                "--out", str(out), "--quiet", "--no-contract"], stderr=subprocess.PIPE, text=True)
+    while not list(out.glob(".audit-*")) and running.poll() is None:  # the run is under way
+        time.sleep(0.01)
+    running.send_signal(getattr(signal, stop))
+    _, stderr = running.communicate(timeout=120)
+    assert running.returncode == 2
+    assert stderr == f"error: stopped by {stop} before the run completed\n"
+    assert list(out.iterdir()) == []
+
+
 def test_explain_walks_the_tableau_and_compares_recorded_values():
     result = run("explain", ASSETS / "mixed_notation.csv", "R2")
     assert result.exit_code == 0, result.output
