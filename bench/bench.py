@@ -1,11 +1,13 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
 Python replay), with the steps between them (the log read as the checks read it, trimmed; the
-staging queries' parse and replay held in memory, not written), with and without the Great Expectations contract, the checks across rounds (integrity
-and fairness) and the settlement of the bets, the nightly job with all of them, and an investigator's
-narrowed audit (one table on one night), on generated logs.
+staging queries' parse and replay held in memory, not written), with and without the Great
+Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
+bets, the nightly job with all of them, and an investigator's narrowed audit (one table on one
+night), on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
-is its own. Usage: python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs]
+is its own; the bare read is the fastest of three such runs (see `measure`). Usage:
+python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs]
 """
 
 from __future__ import annotations
@@ -120,10 +122,18 @@ def one(task: str, path: Path, out: Path) -> dict:
     return figures
 
 
-def measure(task: str, path: Path, out: Path) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--one", task, str(path), str(out)],
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+FLOOR_RUNS = 3  # the bare read, the floor every ratio divides by, is the fastest of this many runs
+
+
+def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
+    """`task` run `runs` times, each in a fresh process; the fastest run's figures. The bare read of
+    the 10M-round log (2.2 GiB held) took 0.61 s in one run and 1.99 s in another: a slow floor would
+    flatter every ratio, so it is taken at its fastest."""
+    def run_once() -> dict:
+        done = subprocess.run([sys.executable, __file__, "--one", task, str(path), str(out)],
+                              capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    return min((run_once() for _ in range(runs)), key=lambda figures: figures["seconds"])
 
 
 def main() -> None:
@@ -145,10 +155,11 @@ def main() -> None:
           f"polars {pl.__version__}")
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
-        tasks = ["read", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night", "audit+bets", "audit+contract", "nightly"]
+        tasks = ["read", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night", "audit+bets",
+                 "audit+contract", "nightly"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
-        figures = {t: measure(t, path, args.dir / f"out_{rounds}") for t in tasks}
+        figures = {t: measure(t, path, args.dir / f"out_{rounds}", FLOOR_RUNS if t == "read" else 1) for t in tasks}
         print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet), "
               f"{pl.scan_parquet(bets).select(pl.len()).collect().item():,} bets "
               f"({bets.stat().st_size / 2**20:.0f} MiB)")
