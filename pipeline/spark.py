@@ -206,9 +206,10 @@ def session(master: str):
     builder = SparkSession.builder.appName("baccarat-audit")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if not submitted:
-        if not (master.startswith(("local", "spark://", "k8s://")) or master == "yarn"):  # Spark's own rule
+        # Spark's own rule (mesos only before Spark 4); its JVM would refuse others with a stack trace.
+        if not (master.startswith(("local", "spark://", "k8s://", "mesos://")) or master == "yarn"):
             raise InputError(f"--spark-master {master}: expected local, local[N], spark://HOST:PORT, "
-                             "k8s://URL or yarn")
+                             "k8s://URL, mesos://URL or yarn")
         builder = builder.master(master)
     on_interrupt = signal.getsignal(signal.SIGINT)
     try:
