@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 ## Audit the bundled sample log and its bets into out/sample and show what was found (exit 1 = findings, expected here).
 audit: $(STAMP)
 	$(BIN)/baccarat-audit audit $(SAMPLE) --out out/sample; status=$$?; \
-	  echo "baccarat-audit exited $$status (0 clean, 1 findings or quarantine, 2 could not run)"; \
+	  echo "baccarat-audit exited $$status (0 clean, 1 findings or quarantine, 2 could not run, 3 the tool failed)"; \
 	  echo "The report: out/sample/report.html"; \
 	  test $$status -le 1
 
