@@ -21,7 +21,7 @@ from pipeline import generate as generator
 from pipeline import contract, fairness, ingest, profiles, progress, settlement
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
-from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError
+from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, first_line
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -354,6 +354,6 @@ def _failure(error: BaseException) -> str:
     exit 1, the code of a run with findings: what failed, and a file holding the traceback to report."""
     with tempfile.NamedTemporaryFile("w", prefix="baccarat-audit-", suffix=".traceback", delete=False) as kept:
         traceback.print_exception(error, file=kept)
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    first = first_line(error)
     return (f"the tool failed ({type(error).__name__}{': ' + first if first else ''}); not a verdict on the log. "
             f"Traceback: {kept.name}")

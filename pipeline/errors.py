@@ -12,3 +12,10 @@ class InputError(Exception):
     """The input cannot be audited at all. The message is one line naming file and column or row."""
 
     exit_code = EXIT_CANNOT_RUN
+
+
+def first_line(error: object) -> str:
+    """The first line of an error's message, for a one-line report of it ("" when it has none): a
+    polars or Java error may run to a page."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""

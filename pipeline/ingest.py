@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import cards
-from pipeline.errors import InputError
+from pipeline.errors import InputError, first_line
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 MAPPINGS = SCHEMAS / "mappings"
@@ -400,7 +400,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 return _scan_csv(path, start, count)[0]
             dtypes = whole.collect_schema()
     except pl.exceptions.PolarsError as error:
-        raise InputError(f"{path}: not a readable {file_format} file ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable {file_format} file "
+                         f"({first_line(error) or type(error).__name__})") from None
     renames = {}
     if mapping is not None:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
@@ -558,10 +559,6 @@ def reasons_text(reasons: list) -> pl.Expr:
     return pl.concat_str(reasons, separator="; ", ignore_nulls=True).replace("", None)
 
 
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
 def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file."""
     try:
@@ -571,7 +568,8 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
         if row is not None:
             raise InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
                              "records that span lines are not supported") from None
-        raise InputError(f"{path}: could not be read to the end ({_first_line(error)})") from None
+        raise InputError(f"{path}: could not be read to the end "
+                         f"({first_line(error) or type(error).__name__})") from None
 
 
 def _spanning_row(path: Path) -> int | None:

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from pipeline import audit as polars_engine
 from pipeline import contract, evidence, fairness, ingest, integrity, profiles, settlement
 from pipeline.checks import DUPLICATE, PER_ROUND
-from pipeline.errors import InputError
+from pipeline.errors import InputError, first_line
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
@@ -219,9 +219,9 @@ def session(master: str):
                  .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     except Exception as error:  # an unreachable master gives up after a minute, with a Java exception
         where = "the master given to spark-submit" if submitted else master
-        cause = str(getattr(error, "java_exception", error)).strip().splitlines() or [type(error).__name__]
+        cause = first_line(getattr(error, "java_exception", error)) or type(error).__name__
         raise InputError(f"{where}: no Spark session could be started; is the master up and reachable from "
-                         f"here? ({cause[0]})") from None
+                         f"here? ({cause})") from None
     spark.sparkContext.setLogLevel("ERROR")
     # Spark put in its own Ctrl-C handler, which fails when Ctrl-C comes as the session stops; the
     # caller's (the CLI's) stays in charge, and `audit` stops the session, and its jobs, on the way out.
