@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
+from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -305,8 +306,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     out_dir = Path(out_dir)
-    staging = staging_in(out_dir)
-    try:
+    with staging_in(out_dir) as staging:
         _stage(log, options, staging)
         names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
@@ -332,19 +332,25 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         options.on_phase("report")
         write_report(staging, findings, log, staged, bet_log, options.profile)
         publish(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return Result(summary, out_dir)
 
 
-def staging_in(out_dir: Path) -> Path:
+@contextmanager
+def staging_in(out_dir: Path) -> Iterator[Path]:
     """A new staging folder inside `out_dir` (made if need be), where the outputs are written until
-    `publish`; an InputError naming the directory when it cannot be made or written."""
+    `publish`, and removed on the way out however the run ends; an InputError naming the directory
+    when it cannot be made or written. It is made inside the `try`: made before it, a Ctrl-C or
+    SIGTERM between the two (which the CLI turns into an exception) left it behind."""
+    staging = out_dir / f".audit-{secrets.token_hex(6)}"
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=".audit-", dir=out_dir))
-    except OSError as error:
-        raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            staging.mkdir(mode=0o700)
+        except OSError as error:
+            raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def add_contract(summary: dict, validated: dict[str, dict]) -> None:

@@ -27,7 +27,6 @@ import io
 import json
 import os
 import signal
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -404,8 +403,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
-    staging = polars_engine.staging_in(out_dir)
-    try:
+    with polars_engine.staging_in(out_dir) as staging:
         spark = session(master)
         try:
             names, counted, explained, validated = _run(spark, log, bet_log, options, started, staging)
@@ -425,8 +423,6 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         polars_engine.publish(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return summary
 
 
