@@ -65,9 +65,20 @@ def _finding(frame: pl.LazyFrame, code: str, expected: pl.Expr, recorded: pl.Exp
     ).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail").cast(FINDINGS_SCHEMA)
 
 
-def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFrame], collect: Collect) -> pl.DataFrame:
-    """`query` run on each piece in turn, one query a piece (so memory is bounded by a piece), stacked."""
-    return pl.concat([collect(query(piece)) for piece in pieces])
+def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFrame], collect: Collect,
+          scratch: Path | None = None) -> pl.DataFrame:
+    """`query` run on each piece in turn, one query a piece (so memory is bounded by a piece), stacked.
+
+    With a `scratch` folder, each piece's result is written there and read back once all are done:
+    held between the queries, small results kept the allocator from reusing the pages of each query,
+    and the integrity write-up's resident memory grew by 18 MiB a piece (30M rounds: 367 to 842 MiB;
+    60M: 2 GiB). Written, it stayed flat (about 320 MiB)."""
+    if scratch is None:
+        return pl.concat([collect(query(piece)) for piece in pieces])
+    scratch.mkdir(parents=True)
+    for i, piece in enumerate(pieces):
+        collect(query(piece).sink_parquet(scratch / f"{i:06d}.parquet", lazy=True))
+    return pl.read_parquet(sorted(scratch.glob("*.parquet")))
 
 
 def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
@@ -152,12 +163,8 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
               scratch: Path | None) -> pl.DataFrame:
     """Every kind of finding written up in one query per piece: the rounds found are picked out of the
     piece by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
-    narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds.
-
-    With a `scratch` folder, each piece's findings are written there and read back once all are
-    done: held between the queries, these small frames kept the allocator from reusing the pages of
-    each query, and the audit's resident memory grew by 18 MiB a piece (30M rounds: 367 to 842 MiB
-    in this step; 60M: 2 GiB). Written, it stayed flat (about 320 MiB)."""
+    narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds. With
+    a `scratch` folder, each piece's findings go through it (see `_each`)."""
     def rounds_of(kind: _WriteUp, piece: pl.LazyFrame) -> pl.LazyFrame:
         if kind.found is None:
             return piece.filter(kind.where)
@@ -167,12 +174,7 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     def one_piece(piece: pl.LazyFrame) -> pl.LazyFrame:
         return pl.concat([kind.describe(rounds_of(kind, piece)).with_columns(kind=pl.lit(i, pl.UInt8))
                           for i, kind in enumerate(kinds)])
-    if scratch is None:
-        return _each(pieces, one_piece, collect)
-    scratch.mkdir(parents=True)
-    for i, piece in enumerate(pieces):
-        collect(one_piece(piece).sink_parquet(scratch / f"{i:06d}.parquet", lazy=True))
-    return pl.read_parquet(sorted(scratch.glob("*.parquet")))
+    return _each(pieces, one_piece, collect, scratch)
 
 
 def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect,
