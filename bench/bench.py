@@ -136,6 +136,12 @@ def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
     return min((run_once() for _ in range(runs)), key=lambda figures: figures["seconds"])
 
 
+def line(task: str, figures: dict, rounds: int) -> str:
+    """One task's figures as the bench prints them: wall time, rounds per second, peak memory."""
+    return (f"  {task:<15} {figures['seconds']:8.2f} s  {rounds / figures['seconds']:>12,.0f} rounds/s  "
+            f"peak {figures['peak_mib']:7.0f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, nargs="+", default=[1_000_000, 10_000_000])
@@ -164,8 +170,7 @@ def main() -> None:
               f"{pl.scan_parquet(bets).select(pl.len()).collect().item():,} bets "
               f"({bets.stat().st_size / 2**20:.0f} MiB)")
         for t, f in figures.items():
-            print(f"  {t:<15} {f['seconds']:8.2f} s  {rounds / f['seconds']:>12,.0f} rounds/s  "
-                  f"peak {f['peak_mib']:7.0f} MiB")
+            print(line(t, f, rounds))
         base = figures["audit"]["seconds"]
         print(f"  audit / bare read           {base / figures['read']['seconds']:6.1f}x")
         for t in ("read-trimmed", "replayed", "audit-per-round"):
@@ -187,8 +192,7 @@ def main() -> None:
         print(f"\n{args.flat_rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet): does the peak grow?")
         for t in ("audit", "nightly"):
             f = measure(t, path, args.dir / f"out_{args.flat_rounds}")
-            print(f"  {t:<15} {f['seconds']:8.2f} s  {args.flat_rounds / f['seconds']:>12,.0f} rounds/s  "
-                  f"peak {f['peak_mib']:7.0f} MiB")
+            print(line(t, f, args.flat_rounds))
 
 
 if __name__ == "__main__":
