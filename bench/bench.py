@@ -27,7 +27,8 @@ from pipeline.checks import PER_ROUND
 
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
 #: An investigator's question: one table on one night (of the nine nights the generated rounds span).
-ONE_NIGHT = ingest.Selection(tables=("T03",), since=datetime(2026, 11, 4, tzinfo=UTC),
+#: The first table: a log is its base cut to size, table after table, so a small one holds only T01.
+ONE_NIGHT = ingest.Selection(tables=("T01",), since=datetime(2026, 11, 4, tzinfo=UTC),
                              until=datetime(2026, 11, 4, 23, 59, 59, tzinfo=UTC))
 
 
@@ -41,14 +42,15 @@ def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
     if not (base / "bets.parquet").exists():
         generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=0.02, tables=8, with_bets=True), base)
     copies = -(-rounds // BASE_ROUNDS)
+    # The last copy is cut to size, its bets with it: the first rounds of the base and the bets on them.
+    last = pl.scan_parquet(base / "rounds.parquet").head(rounds - (copies - 1) * BASE_ROUNDS).collect()["round_id"]
     suffixed = {"round_id": pl.col("round_id"), "shoe_id": pl.col("shoe_id"), "bet_id": pl.col("bet_id")}
     for name, path in zip(("rounds", "bets"), paths):
         one = pl.scan_parquet(base / f"{name}.parquet")
         wanted = [c for c in suffixed if c in one.collect_schema()]
-        copied = pl.concat([one.with_columns(suffixed[c] + f"-{i}" for c in wanted) for i in range(copies)])
-        if name == "rounds":
-            copied = copied.head(rounds)
-        copied.sink_parquet(path)
+        copy = [one if i < copies - 1 else one.filter(pl.col("round_id").is_in(last.implode())) for i in range(copies)]
+        pl.concat([frame.with_columns(suffixed[c] + f"-{i}" for c in wanted)
+                   for i, frame in enumerate(copy)]).sink_parquet(path)
     return paths
 
 

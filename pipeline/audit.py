@@ -381,9 +381,9 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
     for i, tests in enumerate(fairness.statistics_by_chunk(
             fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold)):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
-    table_level = tests  # the last chunk (see `fairness.statistics_by_chunk`)
     written = sorted((staging / "fairness.pieces").glob("*.parquet"))
     pl.scan_parquet(written).sink_parquet(staging / "fairness.parquet")
+    table_level = pl.scan_parquet(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
     flagged = fairness.table_findings(table_level, options.fairness_threshold)
     if flagged.height:
         pl.concat([pl.scan_parquet(staging / "findings.parquet"), flagged.lazy()]).sink_parquet(
