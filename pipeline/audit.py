@@ -148,7 +148,7 @@ def require_rows(log: ingest.Log, rows: int) -> None:
 
 
 def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
-                copies: pl.DataFrame, names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+                copies: pl.LazyFrame, names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
     """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
     write their findings and quarantine and return their counts. `pieces` are the replayable rounds of
     the log named `label`.
@@ -278,23 +278,28 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     options.on_phase("checking across rounds")
     repeated = pl.concat([run.frame(repeated_keys(replayable_rounds, part, len(pieces)), label)
                           for part in range(len(pieces))])["id_key"].implode()
-    # is_in with the few keys reaches the scan; a semi-join held the whole piece.
-    copies = pl.concat([run.frame(piece.filter(pl.col("id_key").is_in(repeated)), label) for piece in pieces])
-    run.sink("findings.duplicates.parquet", round_findings(copies.lazy(), DUPLICATE), label)
+    # is_in with the few keys reaches the scan; a semi-join held the whole piece. The copies grow with
+    # the log (32 MiB at 60M rounds), so they are written, not held through the checks that follow.
+    (staging / "copies").mkdir()
+    for i, piece in enumerate(pieces):
+        run.sink(f"copies/{i:06d}.parquet", piece.filter(pl.col("id_key").is_in(repeated)), label)
+    copies = pl.scan_parquet(staging / "copies" / "*.parquet")
+    run.sink("findings.duplicates.parquet", round_findings(copies, DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
         collect = partial(run.frame, label=label)
-        found = integrity.integrity_findings(pieces, decks, log.columns, started, collect,
-                                             starts_cut=options.selection.since is not None,
-                                             scratch=staging / "integrity")
-        found.drop("kind").write_parquet(staging / "findings.integrity.parquet")
-        levels = [level for level in fairness.LEVELS if level in log.columns]
-        if levels:
-            counted["fairness"] = fairness.add_up(
-                [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
+        # Written at once, not held: at 60M rounds, 400,000 findings (80 MiB) the bets would sit beside.
+        integrity.integrity_findings(pieces, decks, log.columns, started, collect,
+                                     starts_cut=options.selection.since is not None,
+                                     scratch=staging / "integrity",
+                                     ).drop("kind").write_parquet(staging / "findings.integrity.parquet")
     if bet_log is not None:
         counted |= _check_bets(bet_log, bet_pieces, label, pieces, copies, names, run, staging)
+    levels = [level for level in fairness.LEVELS if level in log.columns]
+    if options.across_rounds and levels:  # after the bets: a cell per shoe, 36 MiB at 60M rounds
+        counted["fairness"] = fairness.add_up(
+            [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     _merge_findings(log, run)
     return counted
 
