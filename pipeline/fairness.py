@@ -71,21 +71,25 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     """Per level and group: rounds, and per statistic the observed count, expected count and variance.
 
     The expectation of a group is the sum over its cells of rounds x p (p from the cell's profile), so
-    this works on the few collected cells, not on the rounds.
+    this works on the few collected cells, not on the rounds. The rounds are added up per profile
+    first, in integers, and the few products then in profile order: summed cell by cell, the floats
+    depended on the order the cells came in, which a group-by does not fix, and two runs of one log
+    differed in the last digits of a p-value.
     """
     chances = pl.DataFrame([{"profile": profile, **{f"p_{s}": p for s, p in probabilities(decks).items()}}
                             for profile, decks in decks_of.items()],
                            schema={"profile": pl.String, **{f"p_{s}": pl.Float64 for s in STATISTICS}})
-    with_chances = cells.join(chances, on="profile", how="left", maintain_order="left")
     frames = []
     for level in levels:
+        per_profile = (cells.filter(pl.col(level).is_not_null()).group_by(level, "profile")
+                       .agg(pl.col("rounds", *(f"{s}_observed" for s in STATISTICS)).sum())
+                       .join(chances, on="profile", how="left").sort(level, "profile"))
         aggregates = [pl.col("rounds").sum()]
         for s in STATISTICS:
             p, n = pl.col(f"p_{s}"), pl.col("rounds")
             aggregates += [pl.col(f"{s}_observed").sum(), (n * p).sum().alias(f"{s}_expected"),
                            (n * p * (1 - p)).sum().alias(f"{s}_variance")]
-        frames.append(with_chances.filter(pl.col(level).is_not_null()).group_by(level).agg(aggregates)
-                      .sort(level)
+        frames.append(per_profile.group_by(level, maintain_order=True).agg(aggregates)
                       .select(pl.lit(level.removesuffix("_id")).alias("level"), pl.col(level).alias("group"),
                               pl.exclude(level)))
     return pl.concat(frames)

@@ -97,17 +97,39 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
 
 
 def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, monkeypatch):
-    """Chunks of 7 shoes: the rows, their order and the table level's correction are the same (the
-    figures to floating-point rounding: the cells are summed in no set order, chunked or not)."""
+    """Chunks of 7 shoes: the rows, their order, every figure and the table level's correction are
+    the same, to the last bit."""
     audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     monkeypatch.setattr(fairness, "CHUNK_GROUPS", 7)
     result = audit.audit(faulted_log["parquet"], tmp_path / "chunked", QUICK)
     whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
     assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
-    assert_frame_equal(whole, chunked, rel_tol=1e-12)
+    assert_frame_equal(whole, chunked, check_exact=True)
     tables = whole.filter(pl.col("level") == "table")
     assert [(t["group"], t["test"]) for t in result.summary["fairness"]["tables"]] == list(
         tables.select("group", "test").iter_rows())
+
+
+def test_group_counts_do_not_depend_on_the_order_of_the_cells():
+    """A table dealt under two profiles: its expectation sums rounds x p over both, and the same cells
+    in any order give the same floats, to the last bit (a group-by hands the cells over in no set order)."""
+    import random
+
+    rng = random.Random(3)
+    cells = pl.DataFrame([{"table_id": f"T0{t}", "shoe_id": f"T0{t}-S{s}", "profile": profile, "rounds": rounds,
+                           **{f"{stat}_observed": rng.randint(0, rounds // 2) for stat in fairness.STATISTICS}}
+                          for t in (1, 2) for s in range(40) for profile, rounds in
+                          (("standard", rng.randint(60, 90)), ("six-deck", rng.randint(60, 90)))])
+    decks_of = {"standard": 8, "six-deck": 6}
+    counts = fairness.group_counts(cells, decks_of, ["table_id", "shoe_id"])
+    for _ in range(5):
+        assert_frame_equal(fairness.group_counts(cells.sample(fraction=1.0, shuffle=True, seed=rng.randint(0, 99)),
+                                                 decks_of, ["table_id", "shoe_id"]), counts, check_exact=True)
+    t01 = counts.filter(pl.col("group") == "T01").row(0, named=True)
+    by_profile = cells.filter(pl.col("table_id") == "T01").group_by("profile").agg(pl.col("rounds").sum())
+    expected = sum(n * fairness.probabilities(decks_of[profile])["ties"] for profile, n in by_profile.iter_rows())
+    assert t01["ties_expected"] == pytest.approx(expected, rel=1e-15)
+    assert t01["rounds"] == by_profile["rounds"].sum()
 
 
 def test_benjamini_hochberg_matches_the_textbook_example():
