@@ -9,10 +9,11 @@ import os
 
 __version__ = "0.1.0"
 
-# Polars reads ahead at least 16 row groups of a Parquet scan, a default sized for object stores.
-# The files an audit reads back grow with the log (findings.parquet: 20 row groups of 94,000 rows at
-# 30M rounds), so read whole they took the nightly job's peak from 771 MiB at 10M rounds to
-# 1,007 MiB at 30M. Two row groups ahead keep up with local disks (146 s instead of 139 s for 30M
-# rounds with bets; 790 MiB instead of 900). Set before any query runs (polars reads it per query);
-# a value in the environment wins.
-os.environ.setdefault("POLARS_ROW_GROUP_PREFETCH_SIZE", "2")
+# Polars reads ahead at least 16 row groups of a Parquet scan, a default sized for object stores. The
+# files an audit reads back grow with the log (findings.parquet: 38 row groups at 60M rounds), and a
+# query over one then grew with it: a plain copy of the findings of 30M and of 60M rounds peaked at
+# 480 and 564 MiB as polars ships, 318 and 470 MiB reading two ahead, 275 and 275 MiB reading one.
+# One ahead keeps up with local disks: the audit of 10M rounds with bets took 35.1 to 35.8 s against
+# 34.6 to 35.1 s reading two. Set before any query runs (polars reads it per query); a value in the
+# environment wins.
+os.environ.setdefault("POLARS_ROW_GROUP_PREFETCH_SIZE", "1")
