@@ -335,3 +335,19 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
     assert ingest.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
     (folder / "out" / "summary.json").unlink()
     assert folder / "out" / "findings.parquet" in ingest.expand(folder)[1]
+
+
+def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):
+    """evidence.json: per check, in the order checks first occur in findings.parquet, that check's
+    first findings there, in order (the rows explained), bets' settlement findings among them."""
+    from pipeline import evidence, generate
+
+    paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
+    audit.audit(paths["parquet"], tmp_path / "out", audit.Options(validate=False, bets=paths["bets_parquet"]))
+    found = _findings(tmp_path / "out").with_row_index("at")
+    wanted = found.group_by("check", maintain_order=True).head(evidence.PER_CHECK)
+    gathered = json.loads((tmp_path / "out" / "evidence.json").read_text())
+    assert list(gathered) == wanted["check"].unique(maintain_order=True).to_list()
+    assert "SETTLEMENT" in gathered and len(gathered) > 5
+    assert [(e["check"], e["source_file"], e["source_row"], e["bet_id"]) for entries in gathered.values()
+            for e in entries] == list(wanted.select("check", "source_file", "source_row", "bet_id").iter_rows())
