@@ -3,24 +3,13 @@
 A check that must see every row with the same key together (a join on round_id, a uniqueness test)
 cannot run on pieces of the log. Each piece is written a file per part of the key (a hash modulo the
 number of parts), and one part is read back from its own files.
-
-The number of parts grows with the log (a part is a fraction of a piece), so a file per part and
-piece would grow as its square, and the writers a piece holds open with it. Past FAN_OUT parts, a
-piece is written a file per bucket of consecutive parts, and a bucket is split into its parts, in one
-streaming pass, when the first of them is read.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import polars as pl
-
-#: The most files a frame is written into at once. Each open file holds a writer: 60M rounds' bets
-#: written a file per part (960 parts) took 1,039 MiB against 585 MiB for 10M (160 parts), in 172,800
-#: files against 4,800.
-FAN_OUT = 256
 
 
 def part_of(key: pl.Expr, parts: int) -> pl.Expr:
@@ -28,40 +17,22 @@ def part_of(key: pl.Expr, parts: int) -> pl.Expr:
     return (key.hash(seed=0) % parts).alias("part")
 
 
-def _per_bucket(parts: int) -> int:
-    return -(-parts // FAN_OUT)
-
-
-def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, lazy: bool) -> pl.LazyFrame | None:
-    """`frame` written into `folder` a file per value of its column `key` (KEY/NAME-N.parquet), as it
-    streams. Sorted by part into one file, with small row groups for a part's scan to skip the others
-    by, 1M bets took 0.42 s and the sort held the piece (837 MiB for four pieces; this 0.29 s and
-    413 MiB). The files are read back here and never published: lz4 writes faster than zstd."""
+def write(frame: pl.LazyFrame, part: pl.Expr, folder: Path, name: str) -> pl.LazyFrame:
+    """The sink (lazy) writing `frame` into `folder` a file per part it has rows of (PART/NAME-N.parquet),
+    as it streams. Sorted by part into one file, with small row groups for a part's scan to skip the
+    others by, 1M bets took 0.42 s and the sort held the piece (837 MiB for four pieces; this 0.29 s
+    and 413 MiB). The files are read back here and never published: lz4 writes faster than zstd."""
     def file_of(written: pl.io.partition.FileProviderArgs) -> str:
-        return f"{written.partition_keys[key][0]}/{name}-{written.index_in_partition}.parquet"
+        return f"{written.partition_keys['part'][0]}/{name}-{written.index_in_partition}.parquet"
 
-    return frame.sink_parquet(pl.PartitionBy(folder, key=key, include_key=False, file_path_provider=file_of),
-                              compression="lz4", mkdir=True, lazy=lazy)
-
-
-def write(frame: pl.LazyFrame, part: pl.Expr, parts: int, folder: Path, name: str) -> pl.LazyFrame:
-    """The sink (lazy) writing `frame` by `part` (numbering `parts` parts from 0) into `folder`: a
-    file per part it has rows of, or past FAN_OUT parts a file per bucket of them (see `read`)."""
-    per_bucket = _per_bucket(parts)
-    if per_bucket == 1:
-        return _sink(frame.with_columns(part.alias("part")), "part", folder, name, lazy=True)
-    bucketed = frame.with_columns(part.alias("part")).with_columns(part_bucket=pl.col("part") // per_bucket)
-    return _sink(bucketed, "part_bucket", folder / "buckets", name, lazy=True)
+    return frame.with_columns(part).sink_parquet(
+        pl.PartitionBy(folder, key="part", include_key=False, file_path_provider=file_of),
+        compression="lz4", mkdir=True, lazy=True)
 
 
-def read(folder: Path, part: int, parts: int, schema: pl.Schema) -> pl.LazyFrame:
+def read(folder: Path, part: int, schema: pl.Schema) -> pl.LazyFrame:
     """The rows of one part from every file `write` put in `folder`; `schema` is the written frames',
-    for a part no row fell in (it has no file). A bucket of parts is split into them (and removed) when
-    the first of its parts is read: a pass over a bucket's rows, a writer per part in it."""
-    bucket = folder / "buckets" / str(part // _per_bucket(parts))
-    if _per_bucket(parts) > 1 and bucket.is_dir():
-        _sink(pl.scan_parquet(bucket / "*.parquet"), "part", folder, "split", lazy=False)
-        shutil.rmtree(bucket)
+    for a part no row fell in (it has no file)."""
     if not (folder / str(part)).is_dir():
         return pl.LazyFrame(schema=schema)
     return pl.scan_parquet(folder / str(part) / "*.parquet")
