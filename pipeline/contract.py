@@ -211,10 +211,10 @@ def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.Da
     part_count = max(1, -(-subject.rows // BATCH_ROWS))
     part = parts.part_of(pl.col(column), part_count)
     for i, piece in enumerate(subject.pieces):
-        ingest.collect(subject.label, [parts.write(piece.select(column), part, folder, f"{i:06d}")])
+        ingest.collect(subject.label, [parts.write(piece.select(column), part, part_count, folder, f"{i:06d}")])
     schema = subject.pieces[0].select(column).collect_schema()
     for k in range(part_count):
-        yield (ingest.collect(subject.label, [parts.read(folder, k, schema)])[0],
+        yield (ingest.collect(subject.label, [parts.read(folder, k, part_count, schema)])[0],
                f"{column} unique, part {k + 1} of {part_count}")
 
 
