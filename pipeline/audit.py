@@ -172,7 +172,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     quarantined_rounds = pl.scan_parquet(staging / "quarantine.parquet")
     counts = []
     for k in range(part_count):
-        of_part = {folder: parts.read(staging / folder, k, part_count, schema) for folder, schema in schemas.items()}
+        of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
         settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"], quarantined_rounds,
                                               names), bet_log.path)
         # Rechunked: pl.format panicked on the columns of a join's output (pola-rs/polars#25339).

@@ -214,7 +214,7 @@ def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.Da
         ingest.collect(subject.label, [parts.write(piece.select(column), part, part_count, folder, f"{i:06d}")])
     schema = subject.pieces[0].select(column).collect_schema()
     for k in range(part_count):
-        yield (ingest.collect(subject.label, [parts.read(folder, k, part_count, schema)])[0],
+        yield (ingest.collect(subject.label, [parts.read(folder, k, schema)])[0],
                f"{column} unique, part {k + 1} of {part_count}")
 
 

@@ -101,7 +101,7 @@ def _by_group(frames: list[pl.LazyFrame], group: pl.Expr, groups: int, collect: 
     for i, frame in enumerate(frames):
         collect(parts.write(frame, group, groups, scratch, f"{i:06d}"))
     schema = frames[0].collect_schema()
-    yield from (collect(parts.read(scratch, g, groups, schema)) for g in range(groups))
+    yield from (collect(parts.read(scratch, g, schema)) for g in range(groups))
 
 
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,

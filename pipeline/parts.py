@@ -25,15 +25,12 @@ FAN_OUT = 256
 #: whole by the join that reads it: the settlement of 60M rounds' bets sat at 830 to 850 MiB, against
 #: 480 to 710 MiB with these (and 770 to 800 MiB from a file per part and piece).
 SPLIT_ROW_GROUP = 8192
+BUCKETS = "buckets"
 
 
 def part_of(key: pl.Expr, parts: int) -> pl.Expr:
     """The part a row goes to: its key's 64-bit hash modulo `parts` (equal keys, same part)."""
     return (key.hash(seed=0) % parts).alias("part")
-
-
-def _per_bucket(parts: int) -> int:
-    return -(-parts // FAN_OUT)
 
 
 def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, **options) -> pl.LazyFrame | None:
@@ -51,20 +48,21 @@ def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, **options) -> 
 def write(frame: pl.LazyFrame, part: pl.Expr, parts: int, folder: Path, name: str) -> pl.LazyFrame:
     """The sink (lazy) writing `frame` by `part` (numbering `parts` parts from 0) into `folder`: a
     file per part it has rows of, or past FAN_OUT parts a file per bucket of them (see `read`)."""
-    per_bucket = _per_bucket(parts)
+    parted = frame.with_columns(part.alias("part"))
+    per_bucket = -(-parts // FAN_OUT)
     if per_bucket == 1:
-        return _sink(frame.with_columns(part.alias("part")), "part", folder, name, lazy=True)
-    bucketed = frame.with_columns(part.alias("part")).with_columns(part_bucket=pl.col("part") // per_bucket)
-    return _sink(bucketed, "part_bucket", folder / "buckets", name, lazy=True)
+        return _sink(parted, "part", folder, name, lazy=True)
+    bucketed = parted.with_columns(part_bucket=pl.col("part") // per_bucket)
+    return _sink(bucketed, "part_bucket", folder / BUCKETS, name, lazy=True)
 
 
-def read(folder: Path, part: int, parts: int, schema: pl.Schema) -> pl.LazyFrame:
+def read(folder: Path, part: int, schema: pl.Schema) -> pl.LazyFrame:
     """The rows of one part from every file `write` put in `folder`; `schema` is the written frames',
     for a part no row fell in (it has no file). At the first read of a folder written by bucket, every
     bucket is split into its parts (and removed), a bucket at a time: a pass over a bucket's rows with
     a writer per part in it."""
-    buckets = folder / "buckets"
-    if _per_bucket(parts) > 1 and buckets.is_dir():
+    buckets = folder / BUCKETS  # there only when `write` filed by bucket (a part's folder is its number)
+    if buckets.is_dir():
         for bucket in sorted(buckets.iterdir()):
             _sink(pl.scan_parquet(bucket / "*.parquet"), "part", folder, "split", lazy=False,
                   row_group_size=SPLIT_ROW_GROUP)
