@@ -242,14 +242,16 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
 
 
 def _merge_findings(log: ingest.Log, run: _Queries) -> None:
-    """findings.parquet: the per-round findings in log order, then each integrity check's, then the bets'.
-    Each piece's findings are in log order already, but a duplicate's come from every piece: they are
-    put in place a piece of the log at a time (`_sink_in_log_order`), since findings grow with the log."""
+    """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
+    the tables' (TABLE_STATS), in one write. Each piece's findings are in log order already, but a
+    duplicate's come from every piece: they are put in place a piece of the log at a time
+    (`_sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
     per_round = pl.scan_parquet([*sorted((staging / "findings.rounds").glob("*.parquet")),
                                  staging / "findings.duplicates.parquet"])
     _sink_in_log_order(per_round, log, "findings.per_round.parquet", run, in_log_order)
-    found = [pl.scan_parquet(staging / f"findings.{part}.parquet") for part in ("per_round", "integrity", "bets")
+    found = [pl.scan_parquet(staging / f"findings.{part}.parquet")
+             for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
     pl.concat(found).sink_parquet(staging / "findings.parquet")
 
@@ -300,7 +302,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if options.across_rounds and levels:  # after the bets: a cell per shoe, 36 MiB at 60M rounds
         counted["fairness"] = fairness.add_up(
             [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
-    _merge_findings(log, run)
     return counted
 
 
@@ -317,11 +318,16 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted = _check(log, bet_log, bet_pieces, names, options, started, staging)
+        options.on_phase("fairness statistics")
+        tests = fairness_tests(counted, options, staging)
+        if tests is not None:
+            # Kept apart until the merge: appended after it, they made a second write of every finding.
+            fairness.table_findings(tests, options.fairness_threshold).write_parquet(
+                staging / "findings.tables.parquet")
+        _merge_findings(log, _Queries(staging))
         if options.validate:
             # Imported only now: its ~280 MB would sit beside the checks' peak (1.12 GiB at 10M with bets).
             contract.preload()
-        options.on_phase("fairness statistics")
-        tests = fairness_tests(counted, options, staging)
         findings = pl.scan_parquet(staging / "findings.parquet")  # read by queries: it grows with the log
         staged = [pl.scan_parquet(piece) for piece in _staged(staging)]  # the contract's and the evidence's
         summary = summarize(started, log, bet_log, names, counted, findings, tests, options)
@@ -376,8 +382,8 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
 
 
 def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
-    """Write fairness.parquet and add TABLE_STATS findings; return the table level's tests (None when
-    the log has no table, dealer or shoe). The tests are written a chunk at a time, then joined."""
+    """Write fairness.parquet; return the table level's tests (None when the log has no table, dealer or
+    shoe). The tests are written a chunk at a time, then joined."""
     if "fairness" not in counted:
         return None
     levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
@@ -388,13 +394,7 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
     written = sorted((staging / "fairness.pieces").glob("*.parquet"))
     pl.scan_parquet(written).sink_parquet(staging / "fairness.parquet")
-    table_level = pl.scan_parquet(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
-    flagged = fairness.table_findings(table_level, options.fairness_threshold)
-    if flagged.height:
-        pl.concat([pl.scan_parquet(staging / "findings.parquet"), flagged.lazy()]).sink_parquet(
-            staging / "findings.all.parquet")
-        os.replace(staging / "findings.all.parquet", staging / "findings.parquet")
-    return table_level
+    return pl.scan_parquet(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
 
 
 def publish(staging: Path, out_dir: Path) -> None:

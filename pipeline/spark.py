@@ -406,7 +406,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     with polars_engine.staging_in(out_dir) as staging:
         spark = session(master)
         try:
-            names, counted, explained, validated = _run(spark, log, bet_log, options, started, staging)
+            names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, staging)
         except BaseException:
             # A signal may have stopped the session mid-call, which leaves its gateway unable to answer
             # the stop (a KeyError in py4j): that error would hide the first one.
@@ -414,7 +414,6 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
                 spark.stop()
             raise
         spark.stop()
-        tests = polars_engine.fairness_tests(counted, options, staging)
         findings = pl.scan_parquet(staging / "findings.parquet")
         summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
         summary["tool"]["engine"] = "spark"
@@ -427,10 +426,11 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
 
 
 def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_engine.Options, started: datetime,
-         staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame, dict | None]:
-    """Every check on Spark: writes findings.parquet and the quarantines into `staging` (and the
-    contract's Data Docs), and returns the profiles used, the counts the summary needs, the rows the
-    evidence explains and the contract's result (None without the contract)."""
+         staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
+    """Every check on Spark: writes findings.parquet, fairness.parquet and the quarantines into `staging`
+    (and the contract's Data Docs), and returns the profiles used, the counts the summary needs, the
+    table level's fairness tests (`audit.fairness_tests`), the rows the evidence explains and the
+    contract's result (None without the contract)."""
     from pyspark.sql import functions as F
 
     text = _selected(_read(spark, log.files_read, mapping=options.mapping), options.selection).cache()
@@ -473,6 +473,9 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         found.append(settled["findings"])
         settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
         counted |= settled["counted"]
+    tests = polars_engine.fairness_tests(counted, options, staging)
+    if tests is not None:
+        found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
     found.write_parquet(staging / "findings.parquet")
     validated = None
@@ -481,7 +484,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         if placed is not None:
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window, staging / polars_engine.DOCS)
-    return names, counted, _rows_explained(spark, text, found, bet_log, profile), validated
+    return names, counted, tests, _rows_explained(spark, text, found, bet_log, profile), validated
 
 
 def _view(text, present: frozenset[str], contract_name: str):

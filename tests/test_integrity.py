@@ -79,6 +79,18 @@ def test_a_stacked_table_is_flagged_and_honest_tables_are_not(seed, tmp_path):
     assert clean.summary["fairness"]["tables_flagged"] == []
 
 
+def test_table_findings_come_last_after_the_rounds_and_the_bets(tmp_path):
+    """findings.parquet in its documented order: each round's, integrity's, the bets', the tables'."""
+    log = generate.generate(12000, seed=41, fault_rate=0.02, tables=4, stacked=("T03",), with_bets=True)
+    paths = generate.write(log, tmp_path / "log")
+    audit.audit(paths["parquet"], tmp_path / "out", audit.Options(validate=False, bets=paths["bets_parquet"]))
+    checks = pl.read_parquet(tmp_path / "out" / "findings.parquet")["check"].to_list()
+    blocks = [code for i, code in enumerate(checks) if i == 0 or checks[i - 1] != code]
+    assert blocks[-2:] == ["SETTLEMENT", "TABLE_STATS"] and checks.count("TABLE_STATS") == 1
+    assert blocks.count("SETTLEMENT") == 1 and checks.count("SETTLEMENT") > 1
+    assert {"BANKER_DRAW", "DUPLICATE_ROUND", "CARD_COUNT", "TIMESTAMP"} <= set(checks[:checks.index("SETTLEMENT")])
+
+
 def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
     audit.audit(clean_log["parquet"], tmp_path, QUICK)
     table = pl.read_parquet(tmp_path / "fairness.parquet")
