@@ -21,9 +21,9 @@ from pipeline import spark  # noqa: E402
 def test_spark_and_polars_give_the_same_outputs(tmp_path):
     """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement, the
     contract) gives the polars engine's results row for row, on a generated log (several Arrow batches, shoe
-    partitions and parts of the round_ids per task, faults of every kind) and the hand-written one
+    partitions and parts of the round_ids per task, faults of every kind, a stacked table) and the hand-written one
     (rows and bets that cannot be used, mixed notation)."""
-    log = generate.generate(25_000, seed=51, fault_rate=0.02, tables=3, with_bets=True)
+    log = generate.generate(25_000, seed=51, fault_rate=0.02, tables=3, with_bets=True, stacked=("T02",))
     paths = generate.write(log, tmp_path / "log")
     inputs = [str(paths["parquet"]), str(ASSETS / "mixed_notation.csv")]
     statuses = {"B1": "void", "B2": "VOIDED", "B6": "PENDING", "B19": "CANCELLED"}  # see test_settlement
@@ -47,7 +47,8 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
                 "exit_code"):
         assert on_spark[key] == on_polars[key], key
     assert all(on_spark["findings"][code] > 0 for code in ("DUPLICATE_ROUND", "CARD_COUNT", "SHOE_SEQUENCE",
-                                                            "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT"))
+                                                            "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT",
+                                                            "TABLE_STATS"))
     # A uniqueness expectation's examples are some of the repeated ids, in whichever order GX meets them.
     repeated = set(pl.read_parquet(tmp_path / "polars" / "findings.parquet")
                    .filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"])
