@@ -305,6 +305,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     return counted
 
 
+@ingest.one_row_group_ahead()
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
     started = datetime.now(UTC)

@@ -317,7 +317,8 @@ def main() -> None:
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, _stop)
     try:
-        code = app(standalone_mode=False)
+        with ingest.one_row_group_ahead():  # every command, `validate` too; `audit.audit` sets it itself
+            code = app(standalone_mode=False)
         if code == TYPER_INTERRUPTED:  # a KeyboardInterrupt all the same: Spark's own SIGINT handler raises one
             raise _Stopped(signal.SIGINT.name)
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...

@@ -388,6 +388,7 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.from_arrow(frame.toArrow()).cast(schema)
 
 
+@ingest.one_row_group_ahead()
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
           master: str = "local[2]") -> dict:
     """Audit a round log on Spark into `out_dir`, as `audit.audit` does with the same options (the

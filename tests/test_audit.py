@@ -1,6 +1,9 @@
 """The audit run on real files: generated shoes, and a hand-written log with every notation."""
 
 import json
+import os
+import subprocess
+import sys
 
 import polars as pl
 import pytest
@@ -351,3 +354,25 @@ def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur
     assert "SETTLEMENT" in gathered and len(gathered) > 5
     assert [(e["check"], e["source_file"], e["source_row"], e["bet_id"]) for entries in gathered.values()
             for e in entries] == list(wanted.select("check", "source_file", "source_row", "bet_id").iter_rows())
+
+
+def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it(tmp_path, monkeypatch):
+    """The read-ahead is the audit's, not the importer's: set around a run, and a value the
+    environment gives wins. Importing the package leaves the environment alone."""
+    imported = subprocess.run([sys.executable, "-c", f"import os, pipeline.audit, pipeline.cli; "
+                               f"print(os.environ.get('{ingest.PREFETCH}'))"],
+                              env={k: v for k, v in os.environ.items() if k != ingest.PREFETCH},
+                              capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "None"
+    seen, collect = [], ingest.collect
+    monkeypatch.setattr(ingest, "collect", lambda *args: seen.append(os.environ.get(ingest.PREFETCH)) or collect(*args))
+    rounds = ASSETS.parent.parent / "data" / "rounds.csv"
+    monkeypatch.delenv(ingest.PREFETCH, raising=False)
+    audit.audit(rounds, tmp_path / "a", QUICK)
+    assert seen and set(seen) == {"1"}
+    assert ingest.PREFETCH not in os.environ
+    seen.clear()
+    monkeypatch.setenv(ingest.PREFETCH, "4")
+    audit.audit(rounds, tmp_path / "b", QUICK)
+    assert seen and set(seen) == {"4"}
+    assert os.environ[ingest.PREFETCH] == "4"
