@@ -201,19 +201,26 @@ def bets_in_scope(bet_log: ingest.Log, selection: ingest.Selection, staging: Pat
 def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries,
                        in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda rows: rows.sort(
                            "source_file", "source_row")) -> None:
-    """`rows` of `log` (in no order) sunk to `name` sorted `in_order` (by file and row): a piece of the
-    log's rows (`ingest.spans` of its files by name) sorted at a time, then the sorted pieces joined
-    end to end. Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took
-    the audit's peak to 952 MiB."""
-    (run.staging / f"{name}.pieces").mkdir()
-    pieces = ingest.spans(sorted(zip(map(str, log.files), log.rows_per_file)), PIECE_ROWS)
-    written = []
-    for piece in pieces:
-        written.append(f"{name}.pieces/{len(written):06d}.parquet")
-        in_piece = pl.any_horizontal((pl.col("source_file") == file)
-                                     & pl.col("source_row").is_between(start + 1, start + count)
-                                     for file, start, count in piece)
-        run.sink(written[-1], in_order(rows.filter(in_piece)), log.path)
+    """`rows` of `log` (in no order) sunk to `name` sorted `in_order` (by file and row): filed in one
+    pass by the piece of the log they are in (`ingest.spans` of its files by name; see
+    `pipeline.parts`), each piece sorted alone, and the sorted pieces joined end to end.
+
+    Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took the audit's
+    peak to 952 MiB. Picked out of every row once per piece, the pieces cost as the square of the log:
+    5.7 s at 10M rounds with bets (1M: 0.15 s)."""
+    pieces = list(ingest.spans(sorted(zip(map(str, log.files), log.rows_per_file)), PIECE_ROWS))
+    # A file is cut into spans at multiples of PIECE_ROWS, so a row's span is its file and row // PIECE_ROWS.
+    spans = pl.LazyFrame([(file, start // PIECE_ROWS, k) for k, piece in enumerate(pieces) for file, start, _ in piece],
+                         schema={"source_file": pl.String, "span": pl.UInt32, "part": pl.UInt32}, orient="row")
+    placed = rows.with_columns(span=((pl.col("source_row") - 1) // PIECE_ROWS).cast(pl.UInt32)).join(
+        spans, on=["source_file", "span"]).drop("span")
+    folder = run.staging / f"{name}.pieces"
+    ingest.collect(log.path, [parts.write(placed, pl.col("part"), len(pieces), folder, "rows")])
+    schema = rows.collect_schema()
+    written = [f"{name}.sorted/{k:06d}.parquet" for k in range(len(pieces))]
+    (run.staging / f"{name}.sorted").mkdir()
+    for k, piece in enumerate(written):
+        run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
     joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written]) if written else rows
     run.sink(name, joined, log.path)
 

@@ -13,6 +13,8 @@ from conftest import ASSETS
 from datetime import UTC, datetime
 
 from pipeline import audit, ingest
+from pipeline.checks import PER_ROUND
+from pipeline.findings import in_log_order
 from pipeline.errors import InputError
 
 QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
@@ -279,6 +281,10 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
         found = [pl.read_parquet(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
                  for out in ("whole", "cut")]
         assert found[0].equals(found[1]), name
+    # Each file's rows in row order, the files by name, across the pieces they were sorted in.
+    per_round = pl.read_parquet(tmp_path / "cut" / "findings.parquet").filter(
+        pl.col("check").is_in([check.code for check in PER_ROUND]))
+    assert per_round["source_file"].n_unique() > 2 and per_round.equals(in_log_order(per_round))
 
 
 def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
@@ -376,3 +382,22 @@ def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it
     audit.audit(rounds, tmp_path / "b", QUICK)
     assert seen and set(seen) == {"4"}
     assert os.environ[ingest.PREFETCH] == "4"
+
+
+def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(tmp_path, monkeypatch):
+    """Findings are filed by the piece of the log their row is in, each piece sorted alone, and the
+    pieces joined: every row comes out once, the files by name and each file's rows in order, for
+    files cut into several pieces, ending at a piece's end, and sharing a piece with the next."""
+    rounds = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
+    (tmp_path / "logs").mkdir()
+    rounds.head(6).write_csv(tmp_path / "logs" / "b.csv")
+    rounds.slice(6, 9).write_parquet(tmp_path / "logs" / "a.parquet")
+    rounds.slice(15, 4).write_csv(tmp_path / "logs" / "c.csv")
+    log = ingest.scan(tmp_path / "logs", "round_log")
+    every = log.frame.select("source_file", "source_row").collect()
+    monkeypatch.setattr(audit, "PIECE_ROWS", 3)
+    (tmp_path / "staging").mkdir()
+    audit._sink_in_log_order(every.sample(fraction=1, shuffle=True, seed=1).lazy(), log, "rows.parquet",
+                             audit._Queries(tmp_path / "staging"))
+    assert every.height == 19
+    assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
