@@ -164,17 +164,19 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, frame)
                 for frame in settlement.facts_of(pieces, settlement.duplicated_ids(copies))]
+    # Read whole by every part, the quarantined rounds cost parts x rows: the square of a log quarantined whole.
+    by_part.append(("quarantined.parts", label,
+                    pl.scan_parquet(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())))
     for folder in ("findings.bets", "bets_quarantine"):
         (staging / folder).mkdir()
     schemas = {folder: frame.collect_schema() for folder, _, frame in reversed(by_part)}
     for i, (folder, read_from, frame) in enumerate(by_part):
         ingest.collect(read_from, [parts.write(frame, part, part_count, staging / folder, f"{i:06d}")])
-    quarantined_rounds = pl.scan_parquet(staging / "quarantine.parquet")
     counts = []
     for k in range(part_count):
         of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
-        settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"], quarantined_rounds,
-                                              names), bet_log.path)
+        settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"],
+                                              of_part["quarantined.parts"], names), bet_log.path)
         # Rechunked: pl.format panicked on the columns of a join's output (pola-rs/polars#25339).
         outputs = settlement.outputs(settled.rechunk().lazy())
         found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
