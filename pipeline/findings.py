@@ -49,9 +49,8 @@ def id_key(round_id: pl.Expr) -> pl.Expr:
     return round_id.hash(seed=0)
 
 
-def repeated_keys(replayed: pl.LazyFrame, part: int = 0, parts: int = 1) -> pl.LazyFrame:
+def repeated_keys(replayed: pl.LazyFrame) -> pl.LazyFrame:
     """The id keys on more than one row: every duplicated round_id (and, rarely, a hash collision,
-    which the exact count of `round_findings` on those rows then clears). Only keys equal to `part`
-    modulo `parts`, so that the keys can be counted a part at a time in a fraction of the memory."""
-    keys = replayed.select("id_key").filter(pl.col("id_key") % parts == part)
+    which the exact count of `round_findings` on those rows then clears)."""
+    keys = replayed.select("id_key")
     return keys.group_by("id_key").agg(pl.len().alias("rows")).filter(pl.col("rows") > 1).select("id_key")
