@@ -49,8 +49,7 @@ def id_key(round_id: pl.Expr) -> pl.Expr:
     return round_id.hash(seed=0)
 
 
-def repeated_keys(replayed: pl.LazyFrame) -> pl.LazyFrame:
-    """The id keys on more than one row: every duplicated round_id (and, rarely, a hash collision,
-    which the exact count of `round_findings` on those rows then clears)."""
-    keys = replayed.select("id_key")
-    return keys.group_by("id_key").agg(pl.len().alias("rows")).filter(pl.col("rows") > 1).select("id_key")
+def repeated_keys(keys: pl.LazyFrame) -> pl.LazyFrame:
+    """The id keys on more than one of these rows: every duplicated round_id (and, rarely, a hash
+    collision, which the exact count of `round_findings` on those rows then clears)."""
+    return keys.select("id_key").group_by("id_key").agg(pl.len().alias("rows")).filter(pl.col("rows") > 1).select("id_key")
