@@ -385,9 +385,10 @@ def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it
 
 
 def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(tmp_path, monkeypatch):
-    """Findings are filed by the piece of the log their row is in, each piece sorted alone, and the
-    pieces joined: every row comes out once, the files by name and each file's rows in order, for
-    files cut into several pieces, ending at a piece's end, and sharing a piece with the next."""
+    """Findings are filed by the piece of the log their row is in, a few rows at a time, each piece
+    sorted alone, and the pieces joined: every row comes out once, the files by name and each file's
+    rows in order, for files cut into several pieces, ending at a piece's end, and sharing a piece with
+    the next."""
     rounds = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
     (tmp_path / "logs").mkdir()
     rounds.head(6).write_csv(tmp_path / "logs" / "b.csv")
@@ -395,9 +396,13 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     rounds.slice(15, 4).write_csv(tmp_path / "logs" / "c.csv")
     log = ingest.scan(tmp_path / "logs", "round_log")
     every = log.frame.select("source_file", "source_row").collect()
+    shuffled = every.sample(fraction=1, shuffle=True, seed=1)
+    files = [tmp_path / "rows-1.parquet", tmp_path / "rows-2.parquet"]  # filed 5 rows at a time: the first sliced
+    shuffled.head(12).write_parquet(files[0])
+    shuffled.tail(7).write_parquet(files[1])
     monkeypatch.setattr(audit, "PIECE_ROWS", 3)
+    monkeypatch.setattr(audit, "FILING_ROWS", 5)
     (tmp_path / "staging").mkdir()
-    audit._sink_in_log_order(every.sample(fraction=1, shuffle=True, seed=1).lazy(), log, "rows.parquet",
-                             audit._Queries(tmp_path / "staging"))
+    audit._sink_in_log_order(files, log, "rows.parquet", audit._Queries(tmp_path / "staging"))
     assert every.height == 19
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
