@@ -297,12 +297,10 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     # piece at a time: both bounded by a piece's size. (A pass over every key for each part cost parts x
     # rows, the square of the log: 6.6 s at 30M rounds, against 2.9 s.)
     options.on_phase("checking across rounds")
-    keys, part = [piece.select("id_key") for piece in pieces], pl.col("id_key") % len(pieces)
-    for i, frame in enumerate(keys):
-        ingest.collect(label, [parts.write(frame, part, len(keys), staging / "keys", f"{i:06d}")])
-    schema = keys[0].collect_schema()
-    repeated = pl.concat([run.frame(repeated_keys(parts.read(staging / "keys", k, schema)), label)
-                          for k in range(len(keys))])["id_key"].implode()
+    collect = partial(run.frame, label=label)
+    keys = parts.each([piece.select("id_key") for piece in pieces], pl.col("id_key") % len(pieces), len(pieces),
+                      collect, staging / "keys")
+    repeated = pl.concat([collect(repeated_keys(of_part.lazy())) for of_part in keys])["id_key"].implode()
     # is_in with the few keys reaches the scan; a semi-join held the whole piece. The copies grow with
     # the log (32 MiB at 60M rounds), so they are written, not held through the checks that follow.
     (staging / "copies").mkdir()
@@ -313,7 +311,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
-        collect = partial(run.frame, label=label)
         # Written at once, not held: at 60M rounds, 400,000 findings (80 MiB) the bets would sit beside.
         integrity.integrity_findings(pieces, decks, log.columns, started, collect,
                                      starts_cut=options.selection.since is not None,

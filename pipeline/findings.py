@@ -52,4 +52,5 @@ def id_key(round_id: pl.Expr) -> pl.Expr:
 def repeated_keys(keys: pl.LazyFrame) -> pl.LazyFrame:
     """The id keys on more than one of these rows: every duplicated round_id (and, rarely, a hash
     collision, which the exact count of `round_findings` on those rows then clears)."""
-    return keys.select("id_key").group_by("id_key").agg(pl.len().alias("rows")).filter(pl.col("rows") > 1).select("id_key")
+    counted = keys.select("id_key").group_by("id_key").agg(pl.len().alias("rows"))
+    return counted.filter(pl.col("rows") > 1).select("id_key")

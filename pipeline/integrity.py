@@ -13,7 +13,7 @@ Rounds are taken in hand_no order within a shoe, the file order breaking ties.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from datetime import datetime
@@ -87,30 +87,13 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
     return found.unique().with_row_index("shoe")
 
 
-def _by_group(frames: list[pl.LazyFrame], group: pl.Expr, groups: int, collect: Collect,
-              scratch: Path | None) -> Iterator[pl.DataFrame]:
-    """The rows of `frames` (one query each) a group at a time, `group` numbering them from 0 to
-    `groups` - 1. With a `scratch` folder, each frame is written there a file per group (see
-    `pipeline.parts`) and each group read back alone, so memory holds a group, not the log: held whole,
-    the columns the windows over shoes need grew the audit's peak by 30 MiB per million rounds (1.4 GiB
-    at 30M). Without one (a Spark task, which holds its partition anyway), they are held and filtered."""
-    if scratch is None:
-        held = _each(frames, lambda frame: frame, collect)
-        yield from (held.filter(group == g) for g in range(groups))
-        return
-    for i, frame in enumerate(frames):
-        collect(parts.write(frame, group, groups, scratch, f"{i:06d}"))
-    schema = frames[0].collect_schema()
-    yield from (collect(parts.read(scratch, g, schema)) for g in range(groups))
-
-
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
                  queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]], scratch: Path | None) -> list[pl.DataFrame]:
     """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
     over shoes need and no text.
 
     The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces, see
-    `_by_group`): every shoe is whole in its group, the sort holds a fraction of the log, and every
+    `parts.each`): every shoe is whole in its group, the sort holds a fraction of the log, and every
     query reads the same sort.
     """
     narrow = [piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
@@ -118,7 +101,7 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
         for piece in pieces]
     found: list[list[pl.DataFrame]] = [[] for _ in queries]
-    for rounds in _by_group(narrow, pl.col("shoe") % len(pieces), len(pieces), collect, scratch):
+    for rounds in parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect, scratch):
         if not rounds["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
             rounds = rounds.sort("log_row")
         in_order = _in_shoe_order(rounds)
@@ -184,7 +167,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     Each piece gives one frame of the cards it shows, one row per card (burned and cancelled cards
     first, when the log lists them, then the deal order): its round, its place in the round, and a key,
     one integer per (shoe code, card). Cards are counted per key piece by piece and the counts added
-    up a group of keys at a time (`_by_group`: a shoe's 52 keys are many); only the rare keys over
+    up a group of keys at a time (`parts.each`: a shoe's 52 keys are many); only the rare keys over
     their decks are then put in deal order, and only the rounds found are joined back to their place
     in the log. Every query reads one piece, so memory stays bounded.
     """
@@ -214,7 +197,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     excess = pl.concat([
         counted.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
         .filter(pl.col("count") > pl.col("decks")).select("key")
-        for counted in _by_group(counts, pl.col("key") % len(pieces), len(pieces), collect, scratch)])["key"]
+        for counted in parts.each(counts, pl.col("key") % len(pieces), len(pieces), collect, scratch)])["key"]
     # Only the rounds of the shoes with such a card are shown again, card by card.
     over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
     candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
@@ -321,7 +304,7 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
 
     `pieces` are the replayed rounds in parts (the staged pieces), in log order; or, on Spark, the
     rounds of some whole shoes. Every query reads one piece: the windows over shoes run on a few
-    numeric columns, regrouped by shoe through the empty folder `scratch` when given (see `_by_group`),
+    numeric columns, regrouped by shoe through the empty folder `scratch` when given (see `parts.each`),
     and the few rounds they find are written up in one query per piece, so memory does not hold the log.
     """
     pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
