@@ -185,7 +185,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
         found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
     for name in ("findings.bets", "bets_quarantine"):  # the parts are in round_id hash order
-        _sink_in_log_order(sorted((staging / name).glob("*.parquet")), bet_log, f"{name}.parquet", run)
+        _sink_in_log_order(pl.scan_parquet(staging / name / "*.parquet"), bet_log, f"{name}.parquet", run)
     return settlement.bet_totals(pl.concat(counts))
 
 
@@ -207,34 +207,52 @@ def bets_in_scope(bet_log: ingest.Log, selection: ingest.Selection, staging: Pat
 FILING_ROWS = PIECE_ROWS // 4
 
 
-def _sink_in_log_order(files: list[Path], log: ingest.Log, name: str, run: _Queries,
-                       in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda rows: rows.sort(
-                           "source_file", "source_row")) -> None:
-    """The rows of `log` in the Parquet `files` (in no order) sunk to `name` sorted `in_order` (by file
-    and row): filed by the piece of the log they are in (`ingest.spans` of its files by name; see
-    `pipeline.parts`), FILING_ROWS rows of the files at a time, then each piece sorted alone and the
-    sorted pieces joined end to end.
+def _by_file_and_row(rows: pl.LazyFrame) -> pl.LazyFrame:
+    return rows.sort("source_file", "source_row")
+
+
+def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries,
+                       in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = _by_file_and_row,
+                       first_by: str | None = None) -> None:
+    """The rows of `log` in `rows` (Parquet scanned, in no order) sunk to `name` sorted `in_order` (by
+    file and row), and first by `first_by` when given (a column numbering groups of rows from 0, then
+    dropped). Up to FILING_ROWS rows are sorted at once. More are filed by group and by the piece of
+    the log they are in (`ingest.spans` of its files by name; see `pipeline.parts`), FILING_ROWS rows
+    at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
+    rows are as many as the log's (every round found), a piece is FILING_ROWS rows of the log: a
+    million findings of 3M rounds, sorted a piece of the log at a time, took the peak to 1,119 MiB.
 
     Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took the audit's
     peak to 952 MiB. Picked out of every row once per piece, the pieces cost as the square of the log:
     5.7 s at 10M rounds with bets (1M: 0.15 s), 55.2 s at 30M."""
-    pieces = list(ingest.spans(sorted(zip(map(str, log.files), log.rows_per_file)), PIECE_ROWS))
-    # A file is cut into spans at multiples of PIECE_ROWS, so a row's span is its file and row // PIECE_ROWS.
-    spans = pl.LazyFrame([(file, start // PIECE_ROWS, k) for k, piece in enumerate(pieces) for file, start, _ in piece],
-                         schema={"source_file": pl.String, "span": pl.UInt32, "part": pl.UInt32}, orient="row")
+    total = rows.select(pl.len()).collect().item()
+    if total <= FILING_ROWS:
+        ordered = in_order(rows)
+        run.sink(name, ordered if first_by is None else ordered.sort(first_by, maintain_order=True).drop(first_by),
+                 log.path)
+        return
+    sizes = sorted(zip(map(str, log.files), log.rows_per_file))
+    # Each piece is sorted alone: a log's pieces when the rows are few beside it, else smaller ones.
+    unit = PIECE_ROWS if total <= FILING_ROWS * len(list(ingest.spans(sizes, PIECE_ROWS))) else FILING_ROWS
+    pieces = list(ingest.spans(sizes, unit))
+    # A file is cut into spans at multiples of `unit`, so a row's span is its file and row // unit.
+    spans = pl.LazyFrame([(file, start // unit, k) for k, piece in enumerate(pieces) for file, start, _ in piece],
+                         schema={"source_file": pl.String, "span": pl.UInt32, "piece": pl.UInt32}, orient="row")
+    groups = 1 if first_by is None else rows.select(pl.col(first_by).max()).collect().item() + 1
+    group = pl.lit(0, pl.UInt32) if first_by is None else pl.col(first_by).cast(pl.UInt32)
     folder = run.staging / f"{name}.pieces"
-    sizes = [(file, pl.scan_parquet(file).select(pl.len()).collect().item()) for file in files]
-    for i, chunk in enumerate(ingest.spans(sizes, FILING_ROWS)):
-        rows = pl.concat([pl.scan_parquet(file).slice(start, count) for file, start, count in chunk])
-        placed = rows.with_columns(span=((pl.col("source_row") - 1) // PIECE_ROWS).cast(pl.UInt32)).join(
-            spans, on=["source_file", "span"]).drop("span")
-        ingest.collect(log.path, [parts.write(placed, pl.col("part"), len(pieces), folder, f"{i:06d}")])
-    schema = pl.scan_parquet(files[0]).collect_schema()
-    written = [f"{name}.sorted/{k:06d}.parquet" for k in range(len(pieces))]
+    for i, start in enumerate(range(0, total, FILING_ROWS)):
+        placed = rows.slice(start, FILING_ROWS).with_columns(
+            span=((pl.col("source_row") - 1) // unit).cast(pl.UInt32)).join(spans, on=["source_file", "span"])
+        filed = placed.with_columns(part=group * len(pieces) + pl.col("piece")).drop("span", "piece")
+        ingest.collect(log.path, [parts.write(filed, pl.col("part"), groups * len(pieces), folder, f"{i:06d}")])
+    schema = rows.collect_schema()
+    written = [f"{name}.sorted/{k:06d}.parquet" for k in parts.filled(folder)]
     (run.staging / f"{name}.sorted").mkdir()
-    for k, piece in enumerate(written):
+    for k, piece in zip(parts.filled(folder), written):
         run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
-    run.sink(name, pl.concat([pl.scan_parquet(run.staging / piece) for piece in written]), log.path)
+    joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written])
+    run.sink(name, joined if first_by is None else joined.drop(first_by), log.path)
 
 
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
@@ -267,7 +285,7 @@ def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     (`_sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
     per_round = [*sorted((staging / "findings.rounds").glob("*.parquet")), staging / "findings.duplicates.parquet"]
-    _sink_in_log_order(per_round, log, "findings.per_round.parquet", run, in_log_order)
+    _sink_in_log_order(pl.scan_parquet(per_round), log, "findings.per_round.parquet", run, in_log_order)
     found = [pl.scan_parquet(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
@@ -311,11 +329,11 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
-        # Written at once, not held: at 60M rounds, 400,000 findings (80 MiB) the bets would sit beside.
-        integrity.integrity_findings(pieces, decks, log.columns, started, collect,
-                                     starts_cut=options.selection.since is not None,
-                                     scratch=staging / "integrity",
-                                     ).drop("kind").write_parquet(staging / "findings.integrity.parquet")
+        found = integrity.integrity_findings(pieces, decks, log.columns, started, collect,
+                                             starts_cut=options.selection.since is not None,
+                                             scratch=staging / "integrity")
+        _sink_in_log_order(found, log, "findings.integrity.parquet", run,
+                           lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
         counted |= _check_bets(bet_log, bet_pieces, label, pieces, copies, names, run, staging)
     levels = [level for level in fairness.LEVELS if level in log.columns]

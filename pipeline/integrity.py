@@ -13,7 +13,8 @@ Rounds are taken in hand_no order within a shoe, the file order breaking ties.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from datetime import datetime
@@ -38,6 +39,7 @@ EXTRA_CARDS = ("burn_cards", "cancelled_cards")  # space-separated card lists, w
 #: The order of integrity findings: by kind, then in log order; the detail tells two cards of a round apart.
 IN_ORDER = ("kind", "source_file", "source_row", "detail")
 _ORDER = ["hand", "log_row"]  # hand_no order within a shoe, the log's own order breaking ties
+_NO_ROW = 2**62  # past every log_row: where a piece with no row would begin
 _SHOE_KEY = 128  # CARD_COUNT's key of a card in a shoe: shoe code * 128 + card code (below 128)
 DEAL_ORDER = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
@@ -65,20 +67,10 @@ def _finding(frame: pl.LazyFrame, code: str, expected: pl.Expr, recorded: pl.Exp
     ).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail").cast(FINDINGS_SCHEMA)
 
 
-def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFrame], collect: Collect,
-          scratch: Path | None = None) -> pl.DataFrame:
-    """`query` run on each piece in turn, one query a piece (so memory is bounded by a piece), stacked.
-
-    With a `scratch` folder, each piece's result is written there and read back once all are done:
-    held between the queries, small results kept the allocator from reusing the pages of each query,
-    and the integrity write-up's resident memory grew by 18 MiB a piece (30M rounds: 367 to 842 MiB;
-    60M: 2 GiB). Written, it stayed flat (about 320 MiB)."""
-    if scratch is None:
-        return pl.concat([collect(query(piece)) for piece in pieces])
-    scratch.mkdir(parents=True)
-    for i, piece in enumerate(pieces):
-        collect(query(piece).sink_parquet(scratch / f"{i:06d}.parquet", lazy=True))
-    return pl.read_parquet(sorted(scratch.glob("*.parquet")))
+def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFrame], collect: Collect) -> pl.DataFrame:
+    """`query` run on each piece in turn, one query a piece (so memory is bounded by a piece), stacked:
+    for results a few rows a piece."""
+    return pl.concat([collect(query(piece)) for piece in pieces])
 
 
 def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
@@ -88,26 +80,36 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
 
 
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
-                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]], scratch: Path | None) -> list[pl.DataFrame]:
+                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]], scratch: Path | None) -> list[pl.LazyFrame]:
     """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
     over shoes need and no text.
 
     The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces, see
     `parts.each`): every shoe is whole in its group, the sort holds a fraction of the log, and every
-    query reads the same sort.
+    query reads the same sort. With a `scratch` folder, what each query finds in a group is written
+    there, not held: a log whose every round is found (a table that logs one hand_no for all its
+    hands) would hold it all.
     """
     narrow = [piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
         for piece in pieces]
     found: list[list[pl.DataFrame]] = [[] for _ in queries]
-    for rounds in parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect, scratch):
+    for group, rounds in enumerate(parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect,
+                                              scratch and scratch / "shoes")):
         if not rounds["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
             rounds = rounds.sort("log_row")
         in_order = _in_shoe_order(rounds)
         for i, query in enumerate(queries):
-            found[i].append(query(in_order.lazy()).collect())
-    return [pl.concat(frames) for frames in found]
+            of_group = query(in_order.lazy()).collect()
+            if scratch is None:
+                found[i].append(of_group)
+            else:
+                (scratch / "found" / str(i)).mkdir(parents=True, exist_ok=True)
+                of_group.write_parquet(scratch / "found" / str(i) / f"{group:06d}.parquet")
+    if scratch is None:
+        return [pl.concat(frames).lazy() for frames in found]
+    return [pl.scan_parquet(scratch / "found" / str(i) / "*.parquet") for i in range(len(queries))]
 
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
@@ -138,26 +140,53 @@ class _WriteUp:
     need) or `where` a condition on the round holds, and `describe`, which writes them up."""
 
     describe: Callable[[pl.LazyFrame], pl.LazyFrame]
-    found: pl.DataFrame | None = None
+    found: pl.LazyFrame | None = None
     where: pl.Expr | None = None
 
 
 def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect,
-              scratch: Path | None) -> pl.DataFrame:
-    """Every kind of finding written up in one query per piece: the rounds found are picked out of the
-    piece by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
-    narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds. With
-    a `scratch` folder, each piece's findings go through it (see `_each`)."""
-    def rounds_of(kind: _WriteUp, piece: pl.LazyFrame) -> pl.LazyFrame:
-        if kind.found is None:
-            return piece.filter(kind.where)
-        picked = piece.filter(pl.col("log_row").is_in(kind.found["log_row"].implode()))
-        return picked.join(kind.found.lazy(), on="log_row")
+              scratch: Path | None) -> pl.LazyFrame:
+    """Every kind of finding written up in one query per piece: the rounds found in the piece are
+    picked out of it by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to
+    what the narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds.
 
-    def one_piece(piece: pl.LazyFrame) -> pl.LazyFrame:
-        return pl.concat([kind.describe(rounds_of(kind, piece)).with_columns(kind=pl.lit(i, pl.UInt8))
-                          for i, kind in enumerate(kinds)])
-    return _each(pieces, one_piece, collect, scratch)
+    What the narrow queries found is taken a piece at a time (`_found_by_piece`). With a `scratch`
+    folder, each piece's findings are written there and scanned, in no order: held between the
+    queries, small results kept the allocator from reusing the pages of each query, and the write-up's
+    resident memory grew by 18 MiB a piece (30M rounds: 367 to 842 MiB; 60M: 2 GiB). A log whose every
+    round is found (3M rounds, every one a repeated hand_no) took the audit's peak to 2.2 GiB, read
+    back whole to be sorted; the caller sorts it a piece at a time."""
+    def rounds_of(kind: _WriteUp, piece: pl.LazyFrame, found: pl.DataFrame | None) -> pl.LazyFrame:
+        if found is None:
+            return piece.filter(kind.where)
+        picked = piece.filter(pl.col("log_row").is_in(found["log_row"].implode()))
+        return picked.join(found.lazy(), on="log_row")
+
+    def one_piece(piece: pl.LazyFrame, found: tuple[pl.DataFrame | None, ...]) -> pl.LazyFrame:
+        return pl.concat([kind.describe(rounds_of(kind, piece, rows)).with_columns(kind=pl.lit(i, pl.UInt8))
+                          for i, (kind, rows) in enumerate(zip(kinds, found))])
+
+    found_by_piece = _found_by_piece(pieces, kinds, collect, scratch and scratch / "found")
+    if scratch is None:  # a Spark task's shoes, held anyway
+        return pl.concat([collect(one_piece(piece, found)) for piece, found in zip(pieces, found_by_piece)]).lazy()
+    (scratch / "findings").mkdir(parents=True)
+    for i, (piece, found) in enumerate(zip(pieces, found_by_piece)):
+        collect(one_piece(piece, found).sink_parquet(scratch / "findings" / f"{i:06d}.parquet", lazy=True))
+    return pl.scan_parquet(scratch / "findings" / "*.parquet")
+
+
+def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect,
+                    scratch: Path | None) -> Iterator[tuple[pl.DataFrame | None, ...]]:
+    """For each piece, the rounds of it each kind found (None for a kind picked by a condition): every
+    kind's found rounds filed by the piece their log_row falls in (`parts.each`), since the pieces
+    are in log order and each begins at its first log_row."""
+    firsts = pl.concat([collect(piece.select(pl.col("log_row").min().cast(pl.Int64))) for piece in pieces])
+    # A piece without a row (all quarantined) begins where the next does, so that nothing is filed in it.
+    starts = firsts["log_row"].backward_fill().fill_null(_NO_ROW)
+    piece_of = pl.lit(starts).search_sorted(pl.col("log_row").cast(pl.Int64), side="right") - 1
+    return zip(*(itertools.repeat(None) if kind.found is None
+                 else parts.each([kind.found], piece_of, len(pieces), collect, scratch and scratch / str(i))
+                 for i, kind in enumerate(kinds)))
 
 
 def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect,
@@ -205,7 +234,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     found = (candidates.lazy()
              .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
              .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
-             .select("log_row", "card", "seen").collect())
+             .select("log_row", "card", "seen"))
     name = card_name(pl.col("card"))
     return [_WriteUp(lambda rounds: _finding(
         rounds, "CARD_COUNT",
@@ -240,7 +269,7 @@ def sequence_breaks(rounds: pl.LazyFrame, starts_cut: bool = False) -> pl.LazyFr
         is_gap=(pl.col("copy") == 1) & gap, is_over=_OVER)
 
 
-def shoe_sequence(found: pl.DataFrame) -> list[_WriteUp]:
+def shoe_sequence(found: pl.LazyFrame) -> list[_WriteUp]:
     """SHOE_SEQUENCE findings: hand numbers that are not numbers, and the `sequence_breaks` found."""
     not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
     return [
@@ -273,7 +302,7 @@ def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
             .filter(at < pl.col("before")).select("log_row", "before"))
 
 
-def timestamps(found: pl.DataFrame, run_started: datetime) -> list[_WriteUp]:
+def timestamps(found: pl.LazyFrame, run_started: datetime) -> list[_WriteUp]:
     """TIMESTAMP findings: unreadable, in the future of the run, or going `backwards` within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
@@ -296,9 +325,10 @@ def timestamps(found: pl.DataFrame, run_started: datetime) -> list[_WriteUp]:
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
                        run_started: datetime, collect: Collect, starts_cut: bool = False,
-                       scratch: Path | None = None) -> pl.DataFrame:
+                       scratch: Path | None = None) -> pl.LazyFrame:
     """The findings of every integrity check that can run on a log with these columns, with `kind`,
-    which numbers the kinds of finding in the order of CODES, sorted by IN_ORDER (drop `kind` to publish).
+    which numbers the kinds of finding in the order of CODES, in no order: IN_ORDER orders them (drop
+    `kind` to publish), and with `scratch` they are on disk, as many as the log has rounds at worst.
     `starts_cut`: the log was narrowed by time from `since`, so a shoe may start before it (see
     `sequence_breaks`).
 
@@ -314,11 +344,11 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     in_shoe_order = [code for code in ("SHOE_SEQUENCE", "TIMESTAMP") if states[code] == "ran"]
     queries = {"SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
     found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order],
-                                                  scratch and scratch / "shoes") if in_shoe_order else []))
+                                                  scratch) if in_shoe_order else []))
     write_ups = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect, scratch and scratch / "cards"),
                  "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
                  "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
     kinds = [kind for code, make in write_ups.items() if states[code] == "ran" for kind in make()]
     if not kinds:
-        return pl.DataFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
-    return _write_up(pieces, kinds, collect, scratch and scratch / "findings").sort(IN_ORDER)
+        return pl.LazyFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
+    return _write_up(pieces, kinds, collect, scratch and scratch / "write-up")

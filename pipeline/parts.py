@@ -59,9 +59,22 @@ def write(frame: pl.LazyFrame, part: pl.Expr, parts: int, folder: Path, name: st
 
 def read(folder: Path, part: int, schema: pl.Schema) -> pl.LazyFrame:
     """The rows of one part from every file `write` put in `folder`; `schema` is the written frames',
-    for a part no row fell in (it has no file). At the first read of a folder written by bucket, every
-    bucket is split into its parts (and removed), a bucket at a time: a pass over a bucket's rows with
-    a writer per part in it."""
+    for a part no row fell in (it has no file)."""
+    _unbucket(folder)
+    if not (folder / str(part)).is_dir():
+        return pl.LazyFrame(schema=schema)
+    return pl.scan_parquet(folder / str(part) / "*.parquet")
+
+
+def filled(folder: Path) -> list[int]:
+    """The parts `write` put a row of in `folder`, in order."""
+    _unbucket(folder)
+    return sorted(int(path.name) for path in folder.iterdir()) if folder.is_dir() else []
+
+
+def _unbucket(folder: Path) -> None:
+    """At the first read of a folder written by bucket, every bucket split into its parts (and
+    removed), a bucket at a time: a pass over a bucket's rows with a writer per part in it."""
     buckets = folder / BUCKETS  # there only when `write` filed by bucket (a part's folder is its number)
     if buckets.is_dir():
         for bucket in sorted(buckets.iterdir()):
@@ -69,9 +82,6 @@ def read(folder: Path, part: int, schema: pl.Schema) -> pl.LazyFrame:
                   row_group_size=SPLIT_ROW_GROUP)
             shutil.rmtree(bucket)
         buckets.rmdir()
-    if not (folder / str(part)).is_dir():
-        return pl.LazyFrame(schema=schema)
-    return pl.scan_parquet(folder / str(part) / "*.parquet")
 
 
 def each(frames: list[pl.LazyFrame], part: pl.Expr, parts: int, collect: Callable[[pl.LazyFrame], pl.DataFrame],

@@ -142,7 +142,7 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
     by_profile = pl.LazyFrame({"profile": list(decks), "decks": list(decks.values())},
                               schema={"profile": pl.String, "decks": pl.Int64})
     yield from _to_batches(integrity.integrity_findings([rounds], by_profile, columns, started,
-                                                        lambda frame: frame.collect(), starts_cut))
+                                                        lambda frame: frame.collect(), starts_cut).collect())
 
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:

@@ -258,6 +258,26 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
 
 
+def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(faulted_log, tmp_path, monkeypatch):
+    """A table that logs one hand_no for every hand: every round is a SHOE_SEQUENCE finding. Found rounds
+    are written up a piece at a time and put in order a few at a time (more than FILING_ROWS a piece,
+    so the pieces sorted are smaller than the log's), the first piece of the log wholly quarantined:
+    the outputs are those of the log in one piece."""
+    log = pl.read_parquet(faulted_log["parquet"]).with_columns(hand_no=pl.lit("1"))
+    log = log.with_columns(player_card_1=pl.when(pl.int_range(pl.len()) < 777)
+                           .then(pl.lit("ZZ")).otherwise("player_card_1"))
+    log.write_parquet(tmp_path / "rounds.parquet")
+    whole = audit.audit(tmp_path / "rounds.parquet", tmp_path / "whole", QUICK)
+    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    monkeypatch.setattr(audit, "FILING_ROWS", 100)
+    cut = audit.audit(tmp_path / "rounds.parquet", tmp_path / "cut", QUICK)
+    assert whole.summary["findings"]["SHOE_SEQUENCE"] > 100 * log.height // 777
+    assert whole.summary["rows_quarantined"] >= 776
+    assert whole.summary["findings"] == cut.summary["findings"]
+    for name in ("findings.parquet", "quarantine.parquet"):
+        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
+
+
 def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, tmp_path,
                                                                              monkeypatch):
     """Files smaller than a piece are read together (a few queries per piece, not per file), larger ones
@@ -384,25 +404,32 @@ def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it
     assert os.environ[ingest.PREFETCH] == "4"
 
 
-def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(tmp_path, monkeypatch):
+@pytest.mark.parametrize("filing_rows", [5, 19])
+def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(
+        tmp_path, monkeypatch, filing_rows):
     """Findings are filed by the piece of the log their row is in, a few rows at a time, each piece
     sorted alone, and the pieces joined: every row comes out once, the files by name and each file's
     rows in order, for files cut into several pieces, ending at a piece's end, and sharing a piece with
-    the next."""
+    the next; grouped first, each group in that order. Rows that fit in one filing are sorted at once."""
     rounds = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
     (tmp_path / "logs").mkdir()
     rounds.head(6).write_csv(tmp_path / "logs" / "b.csv")
     rounds.slice(6, 9).write_parquet(tmp_path / "logs" / "a.parquet")
     rounds.slice(15, 4).write_csv(tmp_path / "logs" / "c.csv")
     log = ingest.scan(tmp_path / "logs", "round_log")
-    every = log.frame.select("source_file", "source_row").collect()
+    every = log.frame.select("source_file", "source_row",
+                             kind=(pl.col("source_row") * 7 % 3).cast(pl.UInt8)).collect()
     shuffled = every.sample(fraction=1, shuffle=True, seed=1)
     files = [tmp_path / "rows-1.parquet", tmp_path / "rows-2.parquet"]  # filed 5 rows at a time: the first sliced
     shuffled.head(12).write_parquet(files[0])
     shuffled.tail(7).write_parquet(files[1])
     monkeypatch.setattr(audit, "PIECE_ROWS", 3)
-    monkeypatch.setattr(audit, "FILING_ROWS", 5)
+    monkeypatch.setattr(audit, "FILING_ROWS", filing_rows)
     (tmp_path / "staging").mkdir()
-    audit._sink_in_log_order(files, log, "rows.parquet", audit._Queries(tmp_path / "staging"))
-    assert every.height == 19
+    run = audit._Queries(tmp_path / "staging")
+    audit._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", run)
+    audit._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", run, first_by="kind")
+    assert every.height == 19 and every["kind"].n_unique() == 3
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
+    assert pl.read_parquet(tmp_path / "staging" / "grouped.parquet").equals(
+        every.sort("kind", "source_file", "source_row").drop("kind"))
