@@ -284,7 +284,7 @@ def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     duplicate's come from every piece: they are put in place a piece of the log at a time
     (`_sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
-    per_round = [*sorted((staging / "findings.rounds").glob("*.parquet")), staging / "findings.duplicates.parquet"]
+    per_round = sorted([*(staging / "findings.rounds").glob("*.parquet"), *(staging / "findings.duplicates").glob("*")])
     _sink_in_log_order(pl.scan_parquet(per_round), log, "findings.per_round.parquet", run, in_log_order)
     found = [pl.scan_parquet(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
@@ -320,12 +320,18 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                       collect, staging / "keys")
     repeated = pl.concat([collect(repeated_keys(of_part.lazy())) for of_part in keys])["id_key"].implode()
     # is_in with the few keys reaches the scan; a semi-join held the whole piece. The copies grow with
-    # the log (32 MiB at 60M rounds), so they are written, not held through the checks that follow.
-    (staging / "copies").mkdir()
+    # the log (32 MiB at 60M rounds), so they are written, not held through the checks that follow; by
+    # part of their key, for DUPLICATE_ROUND to count each round_id's copies a part at a time: counted
+    # at once, the copies of a log exported twice (3M rows) took the audit's peak to 1,479 MiB.
     for i, piece in enumerate(pieces):
-        run.sink(f"copies/{i:06d}.parquet", piece.filter(pl.col("id_key").is_in(repeated)), label)
-    copies = pl.scan_parquet(staging / "copies" / "*.parquet")
-    run.sink("findings.duplicates.parquet", round_findings(copies, DUPLICATE), label)
+        collect(parts.write(piece.filter(pl.col("id_key").is_in(repeated)), pl.col("id_key") % len(pieces),
+                            len(pieces), staging / "copies", f"{i:06d}"))
+    schema = pieces[0].collect_schema()
+    copies = pl.concat([parts.read(staging / "copies", k, schema) for k in range(len(pieces))])
+    (staging / "findings.duplicates").mkdir()
+    for k in parts.filled(staging / "copies"):
+        run.sink(f"findings.duplicates/{k:06d}.parquet",
+                 round_findings(parts.read(staging / "copies", k, schema), DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})

@@ -33,7 +33,11 @@ def test_each_part_reads_back_exactly_its_rows_from_every_piece(tmp_path, monkey
 
 
 def test_a_part_no_row_fell_in_reads_as_empty_with_the_written_schema(tmp_path, monkeypatch):
+    """Only the parts a row fell in are `filled`, asked before any part is read (the buckets split
+    first); a folder nothing was written to has none."""
     monkeypatch.setattr(parts, "FAN_OUT", 2)
     frame = pl.LazyFrame({"key": [7, 7, 7]})
     parts.write(frame, pl.col("key") % 6, 6, tmp_path, "000000").collect()
+    assert parts.filled(tmp_path / "unwritten") == []
+    assert parts.filled(tmp_path) == [1]
     assert [parts.read(tmp_path, k, frame.collect_schema()).collect().height for k in range(6)] == [0, 3, 0, 0, 0, 0]
