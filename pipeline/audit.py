@@ -148,7 +148,7 @@ def require_rows(log: ingest.Log, rows: int) -> None:
 
 
 def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
-                copies: pl.LazyFrame, names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+                names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
     """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
     write their findings and quarantine and return their counts. `pieces` are the replayable rounds of
     the log named `label`.
@@ -162,8 +162,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     part_count = 8 * max(len(pieces), len(bet_pieces))
     part = parts.part_of(pl.col("round_id"), part_count)
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
-    by_part += [("facts.parts", label, frame)
-                for frame in settlement.facts_of(pieces, settlement.duplicated_ids(copies))]
+    by_part += [("facts.parts", label, settlement.round_facts(piece)) for piece in pieces]
     # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
     # square of a log quarantined whole (3M rounds with 6M bets: 63.8 s, against 29.0 s).
     by_part.append(("quarantined.parts", label,
@@ -327,7 +326,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         collect(parts.write(piece.filter(pl.col("id_key").is_in(repeated)), pl.col("id_key") % len(pieces),
                             len(pieces), staging / "copies", f"{i:06d}"))
     schema = pieces[0].collect_schema()
-    copies = pl.concat([parts.read(staging / "copies", k, schema) for k in range(len(pieces))])
     (staging / "findings.duplicates").mkdir()
     for k in parts.filled(staging / "copies"):
         run.sink(f"findings.duplicates/{k:06d}.parquet",
@@ -341,7 +339,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         _sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
-        counted |= _check_bets(bet_log, bet_pieces, label, pieces, copies, names, run, staging)
+        counted |= _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
     levels = [level for level in fairness.LEVELS if level in log.columns]
     if options.across_rounds and levels:  # after the bets: a cell per shoe, 36 MiB at 60M rounds
         counted["fairness"] = fairness.add_up(

@@ -150,9 +150,8 @@ def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, nam
     as the polars engine settles a part (`audit._settle`)."""
     rounds = polars_engine.prepared(round_rows, profile)
     replayable = _replayable(rounds)
-    facts = pl.concat(settlement.facts_of([replayable], settlement.duplicated_ids(replayable)))
     quarantined = rounds.filter(pl.col("reject").is_not_null())
-    return settlement.settle(bet_rows, facts, quarantined, names)
+    return settlement.settle(bet_rows, settlement.round_facts(replayable), quarantined, names)
 
 
 def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: list[str]) -> pa.Table:
