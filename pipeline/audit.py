@@ -246,9 +246,10 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
         filed = placed.with_columns(part=group * len(pieces) + pl.col("piece")).drop("span", "piece")
         ingest.collect(log.path, [parts.write(filed, pl.col("part"), groups * len(pieces), folder, f"{i:06d}")])
     schema = rows.collect_schema()
-    written = [f"{name}.sorted/{k:06d}.parquet" for k in parts.filled(folder)]
+    filled = parts.filled(folder)
+    written = [f"{name}.sorted/{k:06d}.parquet" for k in filled]
     (run.staging / f"{name}.sorted").mkdir()
-    for k, piece in zip(parts.filled(folder), written):
+    for k, piece in zip(filled, written):
         run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
     joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written])
     run.sink(name, joined if first_by is None else joined.drop(first_by), log.path)

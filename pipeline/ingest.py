@@ -15,6 +15,7 @@ import csv
 import glob
 import json
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -564,6 +565,10 @@ def reasons_text(reasons: list) -> pl.Expr:
 PREFETCH = "POLARS_ROW_GROUP_PREFETCH_SIZE"
 
 
+_AHEAD = threading.Lock()
+_runs_ahead = 0  # runs under way that set PREFETCH (see `one_row_group_ahead`)
+
+
 @contextmanager
 def one_row_group_ahead() -> Iterator[None]:
     """Polars told to read Parquet one row group ahead while a run lasts (also a decorator), unless
@@ -575,16 +580,24 @@ def one_row_group_ahead() -> Iterator[None]:
     480 and 564 MiB as polars ships, 318 and 470 MiB reading two ahead, 275 and 275 MiB reading one.
     One ahead keeps up with local disks: the audit of 10M rounds with bets took 35.1 to 35.8 s against
     34.6 to 35.1 s reading two. Polars reads the variable per query. It is set here, around a run,
-    not when the package is imported: importing the engine changes nothing.
+    not when the package is imported: importing the engine changes nothing. The variable is the
+    process's: runs that overlap (threads of one process) count themselves, and the last to end
+    removes it, not the first.
     """
-    if PREFETCH in os.environ:
-        yield
-        return
-    os.environ[PREFETCH] = "1"
+    global _runs_ahead
+    with _AHEAD:
+        ours = _runs_ahead > 0 or PREFETCH not in os.environ
+        if ours:
+            _runs_ahead += 1
+            os.environ[PREFETCH] = "1"
     try:
         yield
     finally:
-        os.environ.pop(PREFETCH, None)
+        if ours:
+            with _AHEAD:
+                _runs_ahead -= 1
+                if _runs_ahead == 0:
+                    os.environ.pop(PREFETCH, None)
 
 
 def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:

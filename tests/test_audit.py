@@ -404,6 +404,23 @@ def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it
     assert os.environ[ingest.PREFETCH] == "4"
 
 
+def test_runs_that_overlap_read_one_row_group_ahead_until_the_last_of_them_ends(monkeypatch):
+    """Two runs in threads of one process: the first to end leaves the setting to the one still
+    running, and the last removes it; a setting the environment gives is left alone."""
+    monkeypatch.delenv(ingest.PREFETCH, raising=False)
+    first, second = ingest.one_row_group_ahead(), ingest.one_row_group_ahead()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert os.environ.get(ingest.PREFETCH) == "1"
+    second.__exit__(None, None, None)
+    assert ingest.PREFETCH not in os.environ
+    monkeypatch.setenv(ingest.PREFETCH, "4")
+    with ingest.one_row_group_ahead():
+        assert os.environ[ingest.PREFETCH] == "4"
+    assert os.environ[ingest.PREFETCH] == "4"
+
+
 @pytest.mark.parametrize("filing_rows", [5, 19])
 def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(
         tmp_path, monkeypatch, filing_rows):
