@@ -253,6 +253,9 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
         run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
     joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written])
     run.sink(name, joined if first_by is None else joined.drop(first_by), log.path)
+    placed = pl.scan_parquet(run.staging / name).select(pl.len()).collect().item()
+    if placed != total:  # the join to the pieces drops a row no piece of the log holds: a bug, not lost quietly
+        raise RuntimeError(f"{name}: {total - placed:,} of {total:,} rows are not in any piece of {log.path}")
 
 
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:

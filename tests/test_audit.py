@@ -450,3 +450,8 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
     assert pl.read_parquet(tmp_path / "staging" / "grouped.parquet").equals(
         every.sort("kind", "source_file", "source_row").drop("kind"))
+    # A row of no file of the log (or past its end) has no piece: the run fails rather than lose it.
+    stray = pl.concat([shuffled, every.head(1).with_columns(source_row=pl.lit(99, pl.UInt32))])
+    if filing_rows < stray.height:
+        with pytest.raises(RuntimeError, match="1 of 20 rows are not in any piece"):
+            audit._sink_in_log_order(stray.lazy(), log, "stray.parquet", run)
