@@ -80,15 +80,17 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
 
 
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
-                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]], scratch: Path | None) -> list[pl.LazyFrame]:
+                 queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]],
+                 scratch: Path | None) -> list[list[pl.LazyFrame]]:
     """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
     over shoes need and no text.
 
     The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces, see
     `parts.each`): every shoe is whole in its group, the sort holds a fraction of the log, and every
-    query reads the same sort. With a `scratch` folder, what each query finds in a group is written
-    there, not held: a log whose every round is found (a table that logs one hand_no for all its
-    hands) would hold it all.
+    query reads the same sort. Returns what each query found, a frame per group. With a `scratch`
+    folder, each is written there, not held: a log whose every round is found (a table that logs one
+    hand_no for all its hands) would hold it all, and a query given it all (one partitioned sink of the
+    30M found rounds of 30M) held it all too.
     """
     narrow = [piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
@@ -108,8 +110,9 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
                 (scratch / "found" / str(i)).mkdir(parents=True, exist_ok=True)
                 of_group.write_parquet(scratch / "found" / str(i) / f"{group:06d}.parquet")
     if scratch is None:
-        return [pl.concat(frames).lazy() for frames in found]
-    return [pl.scan_parquet(scratch / "found" / str(i) / "*.parquet") for i in range(len(queries))]
+        return [[pl.concat(frames).lazy()] for frames in found]
+    return [[pl.scan_parquet(path) for path in sorted((scratch / "found" / str(i)).glob("*.parquet"))]
+            for i in range(len(queries))]
 
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
@@ -137,10 +140,11 @@ def _hand() -> pl.Expr:
 @dataclass(frozen=True)
 class _WriteUp:
     """One kind of finding: its rounds, either `found` by a narrow query (log_row and what the texts
-    need) or `where` a condition on the round holds, and `describe`, which writes them up."""
+    need; in frames of a group of shoes each) or `where` a condition on the round holds, and
+    `describe`, which writes them up."""
 
     describe: Callable[[pl.LazyFrame], pl.LazyFrame]
-    found: pl.LazyFrame | None = None
+    found: list[pl.LazyFrame] | None = None
     where: pl.Expr | None = None
 
 
@@ -185,7 +189,7 @@ def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: 
     starts = firsts["log_row"].backward_fill().fill_null(_NO_ROW)
     piece_of = pl.lit(starts).search_sorted(pl.col("log_row").cast(pl.Int64), side="right") - 1
     return zip(*(itertools.repeat(None) if kind.found is None
-                 else parts.each([kind.found], piece_of, len(pieces), collect, scratch and scratch / str(i))
+                 else parts.each(kind.found, piece_of, len(pieces), collect, scratch and scratch / str(i))
                  for i, kind in enumerate(kinds)))
 
 
@@ -242,7 +246,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
                          name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
-    ), found=found)]
+    ), found=[found])]
 
 
 _FIRST_EXPECTED = pl.col("previous").fill_null(0) + 1
@@ -269,7 +273,7 @@ def sequence_breaks(rounds: pl.LazyFrame, starts_cut: bool = False) -> pl.LazyFr
         is_gap=(pl.col("copy") == 1) & gap, is_over=_OVER)
 
 
-def shoe_sequence(found: pl.LazyFrame) -> list[_WriteUp]:
+def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
     """SHOE_SEQUENCE findings: hand numbers that are not numbers, and the `sequence_breaks` found."""
     not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
     return [
@@ -280,18 +284,19 @@ def shoe_sequence(found: pl.LazyFrame) -> list[_WriteUp]:
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.lit("once per shoe"), pl.format("copy {}", pl.col("copy")),
             pl.format("hand_no {} appears again in shoe {} (copy {}).", pl.col("hand"), pl.col("shoe_id"),
-                      pl.col("copy"))), found=found.filter(pl.col("is_copy"))),
+                      pl.col("copy"))), found=[f.filter(pl.col("is_copy")) for f in found]),
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", _FIRST_EXPECTED.cast(pl.String), pl.col("hand_no"),
             pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
                       pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
                       pl.when(pl.col("hand") - _FIRST_EXPECTED == 1).then(_FIRST_EXPECTED.cast(pl.String))
                       .otherwise(pl.format("{}-{}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
-            found=found.filter(pl.col("is_gap"))),
+            found=[f.filter(pl.col("is_gap")) for f in found]),
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", _HOLDS), pl.format("{} cards", pl.col("cards_dealt")),
             pl.format("Shoe {} has dealt {} cards by this hand, but {} decks hold {}.", pl.col("shoe_id"),
-                      pl.col("cards_dealt"), pl.col("decks"), _HOLDS)), found=found.filter(pl.col("is_over"))),
+                      pl.col("cards_dealt"), pl.col("decks"), _HOLDS)),
+            found=[f.filter(pl.col("is_over")) for f in found]),
     ]
 
 
@@ -302,7 +307,7 @@ def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
             .filter(at < pl.col("before")).select("log_row", "before"))
 
 
-def timestamps(found: pl.LazyFrame, run_started: datetime) -> list[_WriteUp]:
+def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteUp]:
     """TIMESTAMP findings: unreadable, in the future of the run, or going `backwards` within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")

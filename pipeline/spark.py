@@ -415,7 +415,8 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
             raise
         spark.stop()
         findings = pl.scan_parquet(staging / "findings.parquet")
-        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options)
+        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options,
+                                          staging / "flagged")
         summary["tool"]["engine"] = "spark"
         if validated is not None:
             polars_engine.add_contract(summary, validated)
