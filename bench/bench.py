@@ -2,8 +2,8 @@
 Python replay), with the steps between them (the log read as the checks read it, trimmed; the
 staging queries' parse and replay held in memory, not written), with and without the Great
 Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
-bets, the nightly job with all of them, and an investigator's narrowed audit (one table on one
-night), on generated logs.
+bets, the nightly job with all of them, an investigator's narrowed audit (one table on one night),
+and the audit of a log whose every round is found, on generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own; the bare read is the fastest of three such runs (see `measure`). Usage:
@@ -52,6 +52,15 @@ def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
         pl.concat([frame.with_columns(suffixed[c] + f"-{i}" for c in wanted)
                    for i, frame in enumerate(copy)]).sink_parquet(path)
     return paths
+
+
+def every_round_found(path: Path) -> Path:
+    """The log as a table would write it that logs one hand_no for all its hands: every round but a
+    shoe's first is a SHOE_SEQUENCE finding, so findings grow with the log (its sibling file)."""
+    found = path.with_name(path.stem + "_one_hand_no.parquet")
+    if not found.exists():
+        pl.scan_parquet(path).with_columns(hand_no=pl.lit("1")).sink_parquet(found)
+    return found
 
 
 def row_by_row(path: Path) -> int:
@@ -110,6 +119,8 @@ def one(task: str, path: Path, out: Path) -> dict:
         audit.audit(path, out, audit.Options(validate=False))
     elif task == "audit-per-round":
         audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
+    elif task == "every-round-found":  # findings as many as rounds: does the peak grow with them?
+        audit.audit(every_round_found(path), out, audit.Options(validate=False))
     elif task == "one-night":
         audit.audit(path, out, audit.Options(validate=False, selection=ONE_NIGHT))
     elif task == "audit+bets":
@@ -168,8 +179,9 @@ def main() -> None:
           f"polars {pl.__version__}")
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
+        every_round_found(path)  # made before anything is measured
         tasks = ["read", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night", "audit+bets",
-                 "audit+contract", "nightly"]
+                 "audit+contract", "nightly", "every-round-found"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}", FLOOR_RUNS if t == "read" else 1) for t in tasks}
@@ -196,8 +208,9 @@ def main() -> None:
                   + ("equal" if flagged[0] == flagged[1] else "DIFFERENT"))
     if args.flat_rounds:
         path, _ = make_log(args.flat_rounds, args.dir)
+        every_round_found(path)
         print(f"\n{args.flat_rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet): does the peak grow?")
-        for t in ("audit", "nightly"):
+        for t in ("audit", "nightly", "every-round-found"):
             f = measure(t, path, args.dir / f"out_{args.flat_rounds}")
             print(line(t, f, args.flat_rounds))
 
