@@ -156,7 +156,7 @@ def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
 
 def line(task: str, figures: dict, rounds: int) -> str:
     """One task's figures as the bench prints them: wall time, rounds per second, peak memory."""
-    return (f"  {task:<15} {figures['seconds']:8.2f} s  {rounds / figures['seconds']:>12,.0f} rounds/s  "
+    return (f"  {task:<17} {figures['seconds']:8.2f} s  {rounds / figures['seconds']:>12,.0f} rounds/s  "
             f"peak {figures['peak_mib']:7.0f} MiB")
 
 
