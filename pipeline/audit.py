@@ -331,6 +331,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                             len(pieces), staging / "copies", f"{i:06d}"))
     schema = pieces[0].collect_schema()
     (staging / "findings.duplicates").mkdir()
+    # Each part scanned, not `parts.each`, which holds a part in memory: the copies of the log exported
+    # twice peaked at 1,334 MiB so, against 1,014 to 1,045 MiB scanned.
     for k in parts.filled(staging / "copies"):
         run.sink(f"findings.duplicates/{k:06d}.parquet",
                  round_findings(parts.read(staging / "copies", k, schema), DUPLICATE), label)
