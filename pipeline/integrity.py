@@ -96,23 +96,25 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
         for piece in pieces]
-    found: list[list[pl.DataFrame]] = [[] for _ in queries]
+    found: list[list[pl.LazyFrame]] = [[] for _ in queries]
     for group, rounds in enumerate(parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect,
                                               scratch and scratch / "shoes")):
         if not rounds["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
             rounds = rounds.sort("log_row")
         in_order = _in_shoe_order(rounds)
         for i, query in enumerate(queries):
-            of_group = query(in_order.lazy()).collect()
-            if scratch is None:
-                found[i].append(of_group)
-            else:
-                (scratch / "found" / str(i)).mkdir(parents=True, exist_ok=True)
-                of_group.write_parquet(scratch / "found" / str(i) / f"{group:06d}.parquet")
+            found[i].append(_kept(query(in_order.lazy()).collect(), scratch and scratch / "found" / str(i), group))
+    return found
+
+
+def _kept(found: pl.DataFrame, scratch: Path | None, group: int) -> pl.LazyFrame:
+    """What a query found in one group, held, or with a `scratch` folder written there and scanned:
+    as many rows as the log's at worst."""
     if scratch is None:
-        return [[pl.concat(frames).lazy()] for frames in found]
-    return [[pl.scan_parquet(path) for path in sorted((scratch / "found" / str(i)).glob("*.parquet"))]
-            for i in range(len(queries))]
+        return found.lazy()
+    scratch.mkdir(parents=True, exist_ok=True)
+    found.write_parquet(scratch / f"{group:06d}.parquet")
+    return pl.scan_parquet(scratch / f"{group:06d}.parquet")
 
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
@@ -200,9 +202,11 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     Each piece gives one frame of the cards it shows, one row per card (burned and cancelled cards
     first, when the log lists them, then the deal order): its round, its place in the round, and a key,
     one integer per (shoe code, card). Cards are counted per key piece by piece and the counts added
-    up a group of keys at a time (`parts.each`: a shoe's 52 keys are many); only the rare keys over
-    their decks are then put in deal order, and only the rounds found are joined back to their place
-    in the log. Every query reads one piece, so memory stays bounded.
+    up a group of keys at a time (`parts.each`: a shoe's 52 keys are many); only the cards of the keys
+    over their decks are then put in deal order, a group of keys at a time too, and only the rounds
+    found are joined back to their place in the log. Every query reads one piece or one group, so
+    memory stays bounded. Such keys are rare in a sound log, but a log exported twice has every card
+    of every shoe over: put in deal order all at once, the cards of 3M rounds took the audit to 1 GiB.
     """
     def shown(frame: pl.LazyFrame, placed: bool) -> pl.LazyFrame:
         """The cards, with their key and decks, and when `placed` their round and place in it (log_row,
@@ -225,20 +229,22 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
                 .select(*place, "decks", "card", *([pl.col("position").cast(pl.UInt8)] if placed else []),
                         key=pl.col("shoe_key") + pl.col("card")))
 
+    by_key = partial(parts.each, part=pl.col("key") % len(pieces), parts=len(pieces), collect=collect)
     counts = [shown(piece, placed=False).group_by("key").agg(pl.len().alias("count"), pl.col("decks").first())
               for piece in pieces]
     excess = pl.concat([
         counted.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
         .filter(pl.col("count") > pl.col("decks")).select("key")
-        for counted in parts.each(counts, pl.col("key") % len(pieces), len(pieces), collect, scratch)])["key"]
+        for counted in by_key(counts, scratch=scratch and scratch / "counts")])["key"]
     # Only the rounds of the shoes with such a card are shown again, card by card.
     over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
-    candidates = _each(pieces, lambda piece: shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
-                       .filter(pl.col("key").is_in(excess.implode())), collect)
-    found = (candidates.lazy()
-             .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
-             .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
-             .select("log_row", "card", "seen"))
+    candidates = [shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
+                  .filter(pl.col("key").is_in(excess.implode())) for piece in pieces]
+    found = [_kept(cards_of.lazy()
+                   .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
+                   .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
+                   .select("log_row", "card", "seen").collect(), scratch and scratch / "found", group)
+             for group, cards_of in enumerate(by_key(candidates, scratch=scratch and scratch / "candidates"))]
     name = card_name(pl.col("card"))
     return [_WriteUp(lambda rounds: _finding(
         rounds, "CARD_COUNT",
@@ -246,7 +252,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         recorded=pl.format("{} {}", pl.col("seen"), name),
         detail=pl.format("{} appears for the {}th time in shoe {}, but {} decks hold only {}.",
                          name, pl.col("seen"), pl.col("shoe_id"), pl.col("decks"), pl.col("decks")),
-    ), found=[found])]
+    ), found=found)]
 
 
 _FIRST_EXPECTED = pl.col("previous").fill_null(0) + 1

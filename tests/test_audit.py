@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -276,6 +277,22 @@ def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(fault
     assert whole.summary["findings"] == cut.summary["findings"]
     # Counted at once in one, a part of the rows at a time in the other (more findings than a piece).
     assert whole.summary["rounds_flagged"] == cut.summary["rounds_flagged"] < sum(cut.summary["findings"].values())
+    for name in ("findings.parquet", "quarantine.parquet"):
+        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
+
+
+def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_path, monkeypatch):
+    """Two files of the same rounds: every card of every shoe is over its decks, so CARD_COUNT puts every
+    card in deal order, a group of cards at a time (one group in one piece, sixteen in pieces of 777)."""
+    (tmp_path / "logs").mkdir()
+    for name in ("a.parquet", "b.parquet"):
+        shutil.copy(faulted_log["parquet"], tmp_path / "logs" / name)
+    whole = audit.audit(tmp_path / "logs", tmp_path / "whole", QUICK)
+    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    shoes = pl.read_parquet(faulted_log["parquet"])["shoe_id"].n_unique()
+    assert whole.summary["findings"]["CARD_COUNT"] > 20 * shoes
+    assert whole.summary["findings"] == cut.summary["findings"]
     for name in ("findings.parquet", "quarantine.parquet"):
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
 
