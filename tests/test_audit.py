@@ -259,13 +259,16 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
 
 
-def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(faulted_log, tmp_path, monkeypatch):
+@pytest.mark.parametrize("quarantined", [0, 2])
+def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(faulted_log, quarantined, tmp_path,
+                                                                          monkeypatch):
     """A table that logs one hand_no for every hand: every round is a SHOE_SEQUENCE finding. Found rounds
     are written up a piece at a time and put in order a few at a time (more than FILING_ROWS a piece,
-    so the pieces sorted are smaller than the log's), the first piece of the log wholly quarantined:
-    the outputs are those of the log in one piece."""
+    so the pieces sorted are smaller than the log's), one piece of the log wholly quarantined (the
+    third: found rounds are filed by a binary search of the pieces' starts, where an empty piece must
+    not break the order): the outputs are those of the log in one piece."""
     log = pl.read_parquet(faulted_log["parquet"]).with_columns(hand_no=pl.lit("1"))
-    log = log.with_columns(player_card_1=pl.when(pl.int_range(pl.len()) < 777)
+    log = log.with_columns(player_card_1=pl.when(pl.int_range(pl.len()) // 777 == quarantined)
                            .then(pl.lit("ZZ")).otherwise("player_card_1"))
     log.write_parquet(tmp_path / "rounds.parquet")
     whole = audit.audit(tmp_path / "rounds.parquet", tmp_path / "whole", QUICK)
