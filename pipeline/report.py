@@ -215,7 +215,7 @@ def _quarantine(out_dir: Path, summary: dict) -> str:
         out.append(f"<h3>{total:,} {label} quarantined</h3>")
         if total:
             out.append(_table(["why", "rows", "first rows"],
-                              [[r["reason"], r["rows"], ", ".join(map(str, r["first rows"]))]
+                              [[r["reason"], f"{r['rows']:,}", ", ".join(map(str, r["first rows"]))]
                                for r in reasons.head(MOST_REASONS).iter_rows(named=True)], {1}))
     return "".join(out)
 

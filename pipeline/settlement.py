@@ -137,18 +137,18 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
         _amount_reason("stake", positive=True),
         _amount_reason("paid", positive=False),
-        pl.when(pl.col("still_open")).then(pl.format("bet status {} is not settled yet", pl.col("status"))),
+        pl.when(pl.col("still_open")).then(pl.format("bet status '{}' is not settled yet", pl.col("status"))),
     ]
     by_the_cards = [  # a void bet is settled without its round
         pl.when(round_id.is_not_null() & pl.col("copies").is_null()).then(
-            pl.when(pl.col("round_rejected")).then(pl.format("round {} is quarantined in the round log", round_id))
-            .otherwise(pl.format("round {} is not in the round log", round_id))
+            pl.when(pl.col("round_rejected")).then(pl.format("round '{}' is quarantined in the round log", round_id))
+            .otherwise(pl.format("round '{}' is not in the round log", round_id))
         ),
         pl.when(pl.col("copies") > 1).then(
-            pl.format("round {} is on {} rows of the round log", round_id, pl.col("copies"))
+            pl.format("round '{}' is on {} rows of the round log", round_id, pl.col("copies"))
         ),
         pl.when(pl.col("copies").is_not_null() & pl.col("bet_type").is_not_null() & pl.col("rule").is_null())
-        .then(pl.format("bet type {} is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
+        .then(pl.format("bet type '{}' is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
     ]
     void = pl.col("void")
     return joined.with_columns(

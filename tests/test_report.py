@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -65,6 +66,19 @@ def test_a_clean_run_says_so_first(clean_log, tmp_path):
     audit.audit(clean_log["parquet"], tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert page.split("<body>")[1].startswith('<p class="verdict clean">Clean run: all 6,000 rounds')
+
+
+def test_bets_of_rounds_missing_from_the_log_are_counted_under_one_reason(tmp_path):
+    """A reason names each value in quotes, which the report's quarantine section masks to group the
+    reasons: the bets of the rounds cut from the log are one line with their count, not a line each."""
+    lines = (DATA / "rounds.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "rounds.csv").write_text("".join(lines[:1001]))
+    audit.audit(tmp_path / "rounds.csv", tmp_path / "out", audit.Options(bets=DATA / "bets.csv", validate=False))
+    reasons = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")["reason"]
+    missing = reasons.str.ends_with("is not in the round log").sum()
+    assert missing > 1000 and reasons.str.starts_with("round '").sum() >= missing
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert f'<tr><td>round &#x27;…&#x27; is not in the round log</td><td class="num">{missing:,}</td>' in page
 
 
 def test_the_report_loads_nothing_from_anywhere(sample_audit):

@@ -76,7 +76,7 @@ def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
     b2 = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("bet_id") == "B2")["detail"].item()
     assert b2 == "B2 BANKER bet: the bet is VOIDED: its stake is returned whatever the cards; stake 10, expected 10.00, paid 0."
     quarantine = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")
-    assert ("B6", "PENDING", "bet status PENDING is not settled yet") in quarantine.select(
+    assert ("B6", "PENDING", "bet status 'PENDING' is not settled yet") in quarantine.select(
         "bet_id", "status", "reason").rows()
     assert "B19" not in quarantine["bet_id"].to_list()  # void: settled without its round (R99, not in the log)
     round_row = ingest.rows_for_round(ROUNDS, "round_log", "R2")[0] | {"profile": "standard"}
@@ -99,14 +99,14 @@ def test_hand_checked_bets_under_the_standard_profile(tmp_path):
     # 10.01 on Banker at 0.95:1 is exactly 19.5195 returned, and B4 paid exactly that.
     quarantine = pl.read_parquet(tmp_path / "bets_quarantine.parquet")
     assert quarantine.select("bet_id", "reason").rows() == [
-        ("B17", "round R1 is on 2 rows of the round log"),
-        ("B18", "round R6 is quarantined in the round log"),
-        ("B19", "round R99 is not in the round log"),
-        ("B20", "bet type DRAGON_7 is not offered under profile standard"),
+        ("B17", "round 'R1' is on 2 rows of the round log"),
+        ("B18", "round 'R6' is quarantined in the round log"),
+        ("B19", "round 'R99' is not in the round log"),
+        ("B20", "bet type 'DRAGON_7' is not offered under profile standard"),
         ("B21", "stake '-5' is negative"),
         ("B22", "paid 'abc' is not an amount (digits, up to 4 decimals)"),
         ("B23", "stake '0' is not more than 0"),
-        ("B24", "bet type FOO is not offered under profile standard"),
+        ("B24", "bet type 'FOO' is not offered under profile standard"),
     ]
     s = result.summary
     assert (s["bets_read"], s["bets_settled"], s["bets_quarantined"], s["bets_flagged"]) == (25, 17, 8, 6)
