@@ -355,3 +355,36 @@ def test_spans_cut_large_files_and_put_small_ones_together_in_order():
     pieces = list(ingest.spans(sizes, 10))
     assert pieces == [[("a", 0, 10)], [("a", 10, 10)], [("a", 20, 5), ("b", 0, 3)], [("d", 0, 4)], [("e", 0, 10)]]
     assert list(ingest.spans([("a", 0)], 10)) == []
+
+
+@pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
+def test_whole_parquet_files_of_one_shape_read_together_give_the_rows_each_gives_alone(faulted_log, selection,
+                                                                                      tmp_path):
+    """A table's nightly files in Hive folders (table_id from the folder), read a run of files of one
+    shape at a time: every row keeps its file, its row in the file and its folder's values, as when
+    each file is read alone. Among them a file without rows, one whose hand_no is stored as a number
+    (another shape) and a CSV file; pieces of 777 rows cut some files and leave others whole."""
+    log = pl.read_parquet(faulted_log["parquet"]).drop("table_id")
+    sizes, start, files = [300, 50, 0, 1200, 10, 7, 90, 400], 0, []
+    for night in range(100):
+        if start >= log.height:
+            break
+        table = f"T0{night % 3 + 1}"
+        folder = tmp_path / "logs" / f"table_id={table}" / f"date=2026-{night // 28 + 1:02d}-{night % 28 + 1:02d}"
+        folder.mkdir(parents=True)
+        rows = log.slice(start, sizes[night % len(sizes)])
+        if night == 9:
+            rows.write_csv(folder / "rounds.csv")
+        elif night == 13:
+            rows.with_columns(pl.col("hand_no").cast(pl.Int64)).write_parquet(folder / "rounds.parquet")
+        else:
+            rows.write_parquet(folder / "rounds.parquet")
+        files += [next(folder.iterdir())] if rows.height else []
+        start += rows.height
+    opened = ingest.scan(tmp_path / "logs", "round_log", selection=selection)
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in sorted(files)]).collect()
+    if selection:
+        alone = alone.filter(selection.predicate())
+    assert alone.height > 1000 and alone["table_id"].n_unique() == (1 if selection else 3)
+    assert opened.frame.collect().equals(alone)
+    assert pl.concat(list(opened.pieces(777))).collect().equals(alone)
