@@ -300,10 +300,12 @@ def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_
         assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
 
 
-def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, tmp_path,
+@pytest.mark.parametrize("plans", [None, 2])
+def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, plans, tmp_path,
                                                                              monkeypatch):
     """Files smaller than a piece are read together (a few queries per piece, not per file), larger ones
-    are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside."""
+    are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside. With `plans`,
+    a piece reads at most that many files (see `ingest.PLANS`), so it is cut in more pieces."""
     whole = audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     log, sizes, start = pl.read_parquet(faulted_log["parquet"]), [50, 300, 1200, 10, 7, 90], 0
     (tmp_path / "logs").mkdir()
@@ -315,8 +317,11 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
             tmp_path / "logs" / f"{i:03d}.parquet")
         start += part.height
     monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    if plans:
+        monkeypatch.setattr(ingest, "PLANS", plans)
     files = len(list((tmp_path / "logs").iterdir()))
-    assert len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777))) <= 2 * log.height // 777 + 1 < files
+    pieces = len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777)))
+    assert (pieces <= 2 * log.height // 777 + 1 < files) if plans is None else (files // plans <= pieces < files)
     cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
     assert cut.summary["findings"] == whole.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
