@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, parts, profiles, report,
                       settlement)
@@ -295,9 +296,14 @@ def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     pl.concat(found).sink_parquet(staging / "findings.parquet")
 
 
-def _staged(staging: Path) -> list[Path]:
-    """The staged pieces of the log, in log order."""
-    return sorted((staging / STAGED).glob("*.parquet"))
+def _staged(staging: Path) -> list[list[Path]]:
+    """The staged pieces of the log, in log order: its staged files, PIECE_ROWS rows of them at most
+    (a file is never more). A piece of many small files is read in several queries (`ingest.PLANS`)
+    and staged in as many files; read as one piece again, the checks run a query for it, not one for
+    each (2,920 nightly CSV files of 1M rounds, staged in 92 files: the audit 97 to 47 s)."""
+    files = sorted((staging / STAGED).glob("*.parquet"))
+    sizes = [(file, pq.read_metadata(file).num_rows) for file in files]
+    return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, PIECE_ROWS)]
 
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
