@@ -3,7 +3,8 @@ Python replay), with the steps between them (the log read as the checks read it,
 staging queries' parse and replay held in memory, not written), with and without the Great
 Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
 bets, the nightly job with all of them, an investigator's narrowed audit (one table on one night),
-and the audit of a log whose every round is found, on generated logs.
+the audit of a log whose every round is found, and of the log kept as a year of nightly files, on
+generated logs.
 
 Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
 is its own; the bare read is the fastest of three such runs (see `measure`). Usage:
@@ -17,7 +18,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -61,6 +62,28 @@ def every_round_found(path: Path) -> Path:
     if not found.exists():
         pl.scan_parquet(path).with_columns(hand_no=pl.lit("1")).sink_parquet(found)
     return found
+
+
+NIGHTS = 365  # nightly files per table: a year
+
+
+def nightly_files(path: Path) -> Path:
+    """The log as operators keep it: each table's rounds cut in NIGHTS files in Hive folders
+    (table_id=T/date=D/rounds.parquet, the files without the table_id the folder gives), read by the
+    audit as one log (its sibling folder; 2,920 files of the 8 tables)."""
+    folder = path.with_name(path.stem + "_nightly")
+    if folder.exists():
+        return folder
+    writing = folder.with_name(folder.name + ".writing")
+    for (table,), rows in pl.read_parquet(path).group_by("table_id", maintain_order=True):
+        per_night = -(-rows.height // NIGHTS)
+        for night in range(NIGHTS):
+            day = datetime(2025, 11, 1) + timedelta(days=night)
+            (writing / f"table_id={table}" / f"date={day:%Y-%m-%d}").mkdir(parents=True)
+            rows.slice(night * per_night, per_night).drop("table_id").write_parquet(
+                writing / f"table_id={table}" / f"date={day:%Y-%m-%d}" / "rounds.parquet")
+    writing.rename(folder)
+    return folder
 
 
 def row_by_row(path: Path) -> int:
@@ -121,6 +144,8 @@ def one(task: str, path: Path, out: Path) -> dict:
         audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
     elif task == "every-round-found":  # findings as many as rounds: does the peak grow with them?
         audit.audit(every_round_found(path), out, audit.Options(validate=False))
+    elif task == "nightly-files":  # the same rounds in a file per table per night
+        audit.audit(nightly_files(path), out, audit.Options(validate=False))
     elif task == "one-night":
         audit.audit(path, out, audit.Options(validate=False, selection=ONE_NIGHT))
     elif task == "audit+bets":
@@ -180,8 +205,9 @@ def main() -> None:
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
         every_round_found(path)  # made before anything is measured
+        nightly_files(path)
         tasks = ["read", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night", "audit+bets",
-                 "audit+contract", "nightly", "every-round-found"]
+                 "audit+contract", "nightly", "every-round-found", "nightly-files"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}", FLOOR_RUNS if t == "read" else 1) for t in tasks}
@@ -196,6 +222,7 @@ def main() -> None:
             print(f"  {t + ' / bare read':<27} {figures[t]['seconds'] / figures['read']['seconds']:6.1f}x")
         print(f"  one table's night / audit   {figures['one-night']['seconds'] / base:6.2f}x")
         print(f"  audit+contract / audit      {figures['audit+contract']['seconds'] / base:6.2f}x")
+        print(f"  nightly files / audit       {figures['nightly-files']['seconds'] / base:6.2f}x")
         print(f"  integrity and fairness cost "
               f"{base - figures['audit-per-round']['seconds']:6.2f} s "
               f"({base / figures['audit-per-round']['seconds']:.2f}x the per-round audit)")
