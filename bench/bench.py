@@ -81,9 +81,9 @@ def nightly_files(path: Path) -> Path:
         per_night = -(-rows.height // NIGHTS)
         for night in range(NIGHTS):
             day = datetime(2025, 11, 1) + timedelta(days=night)
-            (writing / f"table_id={table}" / f"date={day:%Y-%m-%d}").mkdir(parents=True)
-            rows.slice(night * per_night, per_night).drop("table_id").write_parquet(
-                writing / f"table_id={table}" / f"date={day:%Y-%m-%d}" / "rounds.parquet")
+            night_folder = writing / f"table_id={table}" / f"date={day:%Y-%m-%d}"
+            night_folder.mkdir(parents=True)
+            rows.slice(night * per_night, per_night).drop("table_id").write_parquet(night_folder / "rounds.parquet")
     writing.rename(folder)
     return folder
 

@@ -237,14 +237,15 @@ class Log:
     @cached_property
     def rows_per_file(self) -> tuple[int, ...]:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
-        or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's from
-        its metadata, a CSV file's by its line ends; 0 for a file the selection rules out. The metadata
-        is read by pyarrow: a polars query per file took 2.4 ms (7.1 s for 2,920 nightly files, 0.6 s so)."""
+        or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's read
+        from its footer by pyarrow when it was opened (`_Opened.stored_rows`; a polars query per file
+        took 2.4 ms: 7.1 s for 2,920 nightly files, 0.6 s so), a CSV file's by its line ends; 0 for a
+        file the selection rules out."""
         def rows(path: Path, one: _Opened) -> int:
             if one.ruled_out:
                 return 0
-            if one.file_format == "parquet":
-                return pq.read_metadata(path).num_rows
+            if one.stored_rows is not None:
+                return one.stored_rows
             return collect(path, [one.rows(0, None, narrowed=False).select(pl.len())])[0].item()
         return tuple(rows(path, one) for path, one in zip(self.files, self.opened))
 
@@ -417,6 +418,7 @@ class _Opened:
     file_format: str
     rows: Rows
     ruled_out: bool
+    stored_rows: int | None  # a Parquet file's rows, from its footer; a CSV file is counted by reading it
     #: Parquet files of one shape (columns and types as stored, Hive folders that fill a column) are
     #: read whole together by `whole` of any of them, given them all and their rows; None for CSV.
     shape: tuple | None
@@ -431,6 +433,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         if file_format == "parquet":
             # The schema from the file's footer: asked of the scan, it keeps later filters from the reader.
             dtypes = pl.read_parquet_schema(path)
+            stored_rows = pq.read_metadata(path).num_rows
             names = list(dtypes)
             whole = pl.scan_parquet(path, hive_partitioning=False)
 
@@ -438,6 +441,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 return whole.slice(start, count)  # the cut reaches the Parquet scan
         else:
             whole, names = _scan_csv(path)
+            stored_rows = None
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
                 return _scan_csv(path, start, count)[0]
@@ -518,8 +522,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
 
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     ruled_out = selection.rules_out(translated)  # by its folders; in Parquet by its rows too (see `scan`)
-    return _Opened([*names, *partitions], file_format, ranged, ruled_out, shape if file_format == "parquet" else None,
-                   whole_files)
+    return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows,
+                   shape if file_format == "parquet" else None, whole_files)
 
 
 def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dict[str, pl.DataType],
@@ -608,7 +612,7 @@ def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Se
             shapes.setdefault(one.shape, []).append(i)
     kept: set[str] = set()
     for group in shapes.values():
-        rows = opened[group[0]].whole([(files[i], pq.read_metadata(files[i]).num_rows) for i in group])
+        rows = opened[group[0]].whole([(files[i], opened[i].stored_rows) for i in group])
         found = collect(label, [rows.filter(selection.predicate()).select(pl.col("source_file").unique())])[0]
         kept |= set(found["source_file"])
     tested = {i for group in shapes.values() for i in group}
