@@ -656,8 +656,10 @@ def with_timestamp(frame: pl.LazyFrame, text: str, name: str) -> pl.LazyFrame:
 
 def reasons_text(reasons: list) -> pl.Expr:
     """The reasons that hold for a row, joined with "; "; null when none does."""
-    # Not when(joined != "").then(joined): polars would join them twice (0.2 s per 1M bets).
-    return pl.concat_str(reasons, separator="; ", ignore_nulls=True).replace("", None)
+    # Not when(joined != "").then(joined): polars would join them twice (0.2 s per 1M bets). Nor
+    # replace("", None): polars' streaming engine holds the whole frame for it (a piece of 1M CSV rows
+    # with the UTF-8 test: 517 MiB, against 186 so); extract streams, in the same time.
+    return pl.concat_str(reasons, separator="; ", ignore_nulls=True).str.extract(r"(?s)^(.+)$", 1)
 
 
 PREFETCH = "POLARS_ROW_GROUP_PREFETCH_SIZE"
