@@ -543,8 +543,8 @@ def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dic
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
     finished = {c: pl.when(pl.col(c) != "").then(pl.col(c)) for c in present if c not in typed}
     if mapping is not None:
-        finished |= {c: finished.get(c, pl.col(c)).replace(table) for c, table in mapping.values.items()
-                     if c in trimmed}
+        finished |= {c: _translated(pl.col(c), finished.get(c, pl.col(c)), table)
+                     for c, table in mapping.values.items() if c in trimmed}
     as_stored = {c: stored_as.get(c, c) for c in present
                  if dtypes[c] == pl.String and not (mapping and c in mapping.values)}
     timed = ((stored_as.get("dealt_at", "dealt_at"), dtypes["dealt_at"]) if "dealt_at" in present
@@ -553,6 +553,18 @@ def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dic
     # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
     malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String).alias("malformed")
     return trimmed, finished, as_stored, timed, malformed
+
+
+def _translated(text: pl.Expr, finished: pl.Expr, table: dict[str, str]) -> pl.Expr:
+    """`finished` (the trimmed `text`, empty as null) with a mapping's values translated: a chain of
+    whens on the few values, not `replace`, for which polars' streaming engine holds the whole frame
+    (the audit of 1M mapped rounds: 565 MiB and 4.1 s, against 468 MiB and 2.6 s so; see
+    `reasons_text`). Empty text is null by then, so an empty value in the table translates nothing,
+    as it did not with `replace`."""
+    chain = pl
+    for old, new in ((old, new) for old, new in table.items() if old != ""):
+        chain = chain.when(text == old).then(pl.lit(new).cast(pl.String))
+    return finished if chain is pl else chain.otherwise(finished)
 
 
 def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
