@@ -207,10 +207,10 @@ class Log:
 
     def _runs(self, piece: list[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
         """Spans of the log's files (file number, first row from 0, row count) in runs read by one plan
-        each: consecutive whole Parquet files of one shape (see `_Opened.whole`), any other span alone."""
+        each: consecutive whole files of one shape (see `_Opened.whole`), any other span alone."""
         def together(span: tuple[int, int, int]) -> object:
             i, start, count = span
-            whole = start == 0 and 0 < count == self.rows_per_file[i] and self.opened[i].shape is not None
+            whole = start == 0 and 0 < count == self.rows_per_file[i]
             return self.opened[i].shape if whole else span
 
         return [list(run) for _, run in itertools.groupby(piece, key=together)]
@@ -239,15 +239,12 @@ class Log:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's read
         from its footer by pyarrow when it was opened (`_Opened.stored_rows`; a polars query per file
-        took 2.4 ms: 7.1 s for 2,920 nightly files, 0.6 s so), a CSV file's by its line ends; 0 for a
-        file the selection rules out."""
-        def rows(path: Path, one: _Opened) -> int:
-            if one.ruled_out:
-                return 0
-            if one.stored_rows is not None:
-                return one.stored_rows
-            return collect(path, [one.rows(0, None, narrowed=False).select(pl.len())])[0].item()
-        return tuple(rows(path, one) for path, one in zip(self.files, self.opened))
+        took 2.4 ms: 7.1 s for 2,920 nightly files, 0.6 s so), the CSV files' by one count of their
+        lines (`csv_rows`); 0 for a file the selection rules out."""
+        counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
+        lines = dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted])))
+        return tuple(0 if one.ruled_out else lines[i] if one.stored_rows is None else one.stored_rows
+                     for i, one in enumerate(self.opened))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
@@ -259,9 +256,9 @@ class Log:
                 yield self._read(runs[first:first + PLANS])
 
 
-#: The most runs of files (see `Log._runs`) one piece reads. Polars' streaming engine takes a union of
-#: plans in a time that grows as their square: a piece of small CSV files took 7.2 ms a file with 32
-#: files, 15.7 ms with 128, 80 ms with 730 (58 s).
+#: The most runs of files (see `Log._runs`) one piece reads: many when files of other shapes interleave.
+#: Polars' streaming engine takes a union of plans in a time that grows as their square: a piece of
+#: small CSV files, a plan each, took 7.2 ms a file with 32 files, 15.7 ms with 128, 80 ms with 730 (58 s).
 PLANS = 32
 
 
@@ -373,22 +370,24 @@ def csv_header(path: Path) -> list[str]:
     return names
 
 
-def csv_records(source: Path | bytes, names: list[str], skip: int = 0, count: int | None = None) -> pl.LazyFrame:
+def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 0, count: int | None = None,
+                file_column: str | None = None) -> pl.LazyFrame:
     """CSV lines as records, one per line (a blank line too), every field as text under `names`, and
     `malformed` when a line's field count is not the header's: lines `skip` to `skip + count` of a file
-    (all by default; lines before `skip` are only looked at for their ends), or the whole of `source`
-    when it is the text of some lines (the Spark engine hands over its tasks' lines this way)."""
+    (all by default; lines before `skip` are only looked at for their ends), of each of several files
+    (with each row's file under `file_column`), or the whole of `source` when it is the text of some
+    lines (the Spark engine hands over its tasks' lines this way)."""
     schema = {name: pl.String for name in names}
     records = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, schema=schema,
                           missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
-                          quote_char='"')
+                          quote_char='"', include_file_paths=file_column)
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
     # commas outside quoted text, plus one.
     lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
                         quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy")
     fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
     return pl.concat([records, fields], how="horizontal").select(
-        *names,
+        *names, *filter(None, [file_column]),
         malformed=pl.when(pl.col("fields") != len(names)).then(
             pl.format("the row has {} fields, the header {}", pl.col("fields"), pl.lit(len(names)))
         )
@@ -409,6 +408,26 @@ def _scan_csv(path: Path, start: int = 0, count: int | None = None) -> tuple[pl.
     return csv_records(path, names, 1 + start, count), names
 
 
+def csv_rows(label: Path, files: list[Path]) -> list[int]:
+    """The rows under the header of each CSV file, counted by one query over them all (a query per file
+    took 8 ms: 24 s for 2,920 nightly files, 1.1 s so). A file whose reader's records are fewer than its
+    lines has a record that spans lines, which `csv_records` cannot read: an InputError naming its row."""
+    if not files:
+        return []
+    shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
+              "glob": False}
+    names = [str(file) for file in files]
+    lines = pl.scan_csv(names, separator="\x00", quote_char=None, schema={"line": pl.String}, **shared)
+    records = pl.scan_csv(names, quote_char='"', truncate_ragged_lines=True, extra_columns="ignore",
+                          schema={"field": pl.String}, **shared)
+    per_file = [frame.group_by("file").len() for frame in (lines, records)]
+    counts = [dict(zip(*found.get_columns())) for found in collect(label, per_file)]
+    for file, name in zip(files, names):
+        if counts[0].get(name, 0) != counts[1].get(name, 0):
+            raise _unreadable(file, pl.exceptions.ShapeError("its records are fewer than its lines"))
+    return [counts[0].get(name, 0) for name in names]
+
+
 @dataclass(frozen=True)
 class _Opened:
     """One opened file: the columns it really has, its format, its rows by range, whether the
@@ -418,10 +437,10 @@ class _Opened:
     file_format: str
     rows: Rows
     ruled_out: bool
-    stored_rows: int | None  # a Parquet file's rows, from its footer; a CSV file is counted by reading it
-    #: Parquet files of one shape (columns and types as stored, Hive folders that fill a column) are
-    #: read whole together by `whole` of any of them, given them all and their rows; None for CSV.
-    shape: tuple | None
+    stored_rows: int | None  # a Parquet file's rows, from its footer; CSV files are counted together (`csv_rows`)
+    #: Files of one shape (format, columns and types as stored, Hive folders that fill a column) are
+    #: read whole together by `whole` of any of them, given them all and their rows.
+    shape: tuple
     whole: Callable[[list[tuple[Path, int]]], pl.LazyFrame]
 
 
@@ -441,6 +460,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 return whole.slice(start, count)  # the cut reaches the Parquet scan
         else:
             whole, names = _scan_csv(path)
+            header = names
             stored_rows = None
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
@@ -504,18 +524,24 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         return shaped(numbered(whole, 1), stored & within, here)
 
     def whole_files(files: list[tuple[Path, int]]) -> pl.LazyFrame:
-        """Whole Parquet files of this one's shape (`_Opened.shape`) and their rows, read by one scan,
-        narrowed. Each row's file is found from its place in the scan (a binary search of the files'
-        first rows), and with it its source_row and Hive folder values. A union of one plan per file,
-        as `ranged` reads a file, took polars' streaming engine 212 s for the 2,920 files of 1M rounds
-        (8 tables, a file a night for a year), and grew as the square of the files: 14 s for 730."""
+        """Whole files of this one's shape (`_Opened.shape`) and their rows, read by one scan, narrowed.
+        Each row's file is numbered by its path as an Enum, and its source_row and Hive folder values
+        gathered by that number: a binary search of the files' first rows by row number held a whole
+        piece (1M rows from 2,920 CSV files: 508 against 182 MiB). A union of one plan per file, as `ranged`
+        reads a file, took polars' streaming engine 212 s for the 2,920 Parquet files of 1M rounds (8
+        tables, a file a night for a year), and grew as the square of the files: 14 s for 730. CSV
+        files of one header are read by one scan of their records and one of their lines (`csv_records`),
+        whose rows stay in step: a file whose records and lines differ stopped the count (`csv_rows`)."""
         starts = pl.Series(list(itertools.accumulate((rows for _, rows in files[:-1]), initial=0)), dtype=pl.Int64)
-        rows = pl.scan_parquet([file for file, _ in files], hive_partitioning=False).with_row_index("log_index")
+        paths = [str(file) for file, _ in files]
+        scanned = (pl.scan_parquet(paths, hive_partitioning=False, include_file_paths="log_file", glob=False)
+                   if file_format == "parquet" else csv_records(paths, header, 1, file_column="log_file"))
+        rows = scanned.with_row_index("log_index")
         keep = selection.stored(as_stored, timed) if selection else None
-        index = pl.col("log_index").cast(pl.Int64)
-        file = pl.lit(starts).search_sorted(index, side="right") - 1
-        at = {"source_file": pl.lit(pl.Series([str(f) for f, _ in files])).gather(file),
-              "source_row": (index - pl.lit(starts).gather(file) + 1).cast(pl.get_index_type()),
+        file = pl.col("log_file").cast(pl.Enum(paths)).to_physical()
+        at = {"source_file": pl.col("log_file"),
+              "source_row": (pl.col("log_index").cast(pl.Int64) - pl.lit(starts).gather(file) + 1
+                             ).cast(pl.get_index_type()),
               **{c: pl.lit(pl.Series([hive_values(f)[c] for f, _ in files], dtype=pl.String)).gather(file)
                  for c in partitions}}
         return shaped(rows, keep, at)
@@ -523,7 +549,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     ruled_out = selection.rules_out(translated)  # by its folders; in Parquet by its rows too (see `scan`)
     return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows,
-                   shape if file_format == "parquet" else None, whole_files)
+                   shape, whole_files)
 
 
 def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dict[str, pl.DataType],
@@ -717,12 +743,16 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     try:
         return pl.collect_all(frames)
     except pl.exceptions.PolarsError as error:
-        row = _spanning_row(path) if isinstance(error, pl.exceptions.ShapeError) else None
-        if row is not None:
-            raise InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
-                             "records that span lines are not supported") from None
-        raise InputError(f"{path}: could not be read to the end "
-                         f"({first_line(error) or type(error).__name__})") from None
+        raise _unreadable(path, error) from None
+
+
+def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
+    """A read failure as an InputError on the file: a CSV record that spans lines by its row."""
+    row = _spanning_row(path) if isinstance(error, pl.exceptions.ShapeError) else None
+    if row is not None:
+        return InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
+                          "records that span lines are not supported")
+    return InputError(f"{path}: could not be read to the end ({first_line(error) or type(error).__name__})")
 
 
 def _spanning_row(path: Path) -> int | None:

@@ -51,6 +51,9 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
          "required column banker_card_1, player_card_2"),
         (lambda d: _write(d / "span.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\n\"R\n2\",KS,2S,,3S,4S,\nR3,KS,2S,,3S,4S,\n"),
          "span.csv: row 2 opens a quoted field that its line does not close"),
+        (lambda d: [_write(d / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n") for name, row in
+                    (("a.csv", "R2"), ("b.csv", '"R\n2"'), ("c.csv", "R3"))][0].parent,
+         "b.csv: row 2 opens a quoted field that its line does not close"),  # among files counted together
     ],
 )
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
