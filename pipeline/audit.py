@@ -284,8 +284,8 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
 
 def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
-    the tables' (TABLE_STATS), in one write. Each piece's findings are in log order already, but a
-    duplicate's come from every piece: they are put in place a piece of the log at a time
+    the tables' (TABLE_STATS), in one write. Each piece's findings come by check (`round_findings`),
+    and a duplicate's from every piece: they are put in log order a piece of the log at a time
     (`_sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
     per_round = sorted([*(staging / "findings.rounds").glob("*.parquet"), *(staging / "findings.duplicates").glob("*")])

@@ -14,7 +14,10 @@ FINDINGS_SCHEMA = {c: pl.UInt32 if c == "source_row" else pl.String for c in FIN
 
 
 def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -> pl.LazyFrame:
-    """Every failed check (of `checks`) of every replayed round, in log order and check order.
+    """Every failed check (of `checks`) of every replayed round, by check: the audit puts them in log
+    order (`in_log_order`) where it merges them, a piece of the log at a time. Sorted here, a piece's
+    findings were held whole: a piece of 1M rounds each with an OUTCOME finding took the audit of
+    3M such rounds to 894 to 985 MiB, against 605 MiB unsorted, in the same time.
 
     The flags are computed in one streaming pass and only rounds with a flag are kept; the texts are
     then built on that small frame, once per check. (One filtered copy of the whole frame per check
@@ -31,11 +34,10 @@ def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -
             expected=check.expected,
             recorded=check.recorded,
             detail=check.detail,
-            order=pl.lit(order, pl.UInt8),
         )
         for order, check in chosen
     ]
-    return pl.concat(per_check).sort("source_file", "source_row", "order").drop("order").cast(FINDINGS_SCHEMA)
+    return pl.concat(per_check).cast(FINDINGS_SCHEMA)
 
 
 def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
