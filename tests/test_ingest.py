@@ -129,6 +129,20 @@ def test_typed_parquet_columns_are_read_as_text(tmp_path):
     assert findings.select("round_id", "check").rows() == [("3", "OUTCOME")]
 
 
+def test_a_reason_quoting_a_value_with_line_breaks_is_kept_whole_and_other_rows_have_none(tmp_path):
+    """Reasons are joined, then an empty join made null by a regular expression (see
+    `ingest.reasons_text`): a value that spans lines is quoted whole, and a row with no reason has
+    none, not an empty one."""
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).head(3)
+    log.with_columns(player_card_1=pl.when(pl.col("round_id") == log["round_id"][1]).then(pl.lit("K\nS\n"))
+                     .otherwise("player_card_1")).write_parquet(tmp_path / "broken.parquet")
+    cli("audit", tmp_path / "broken.parquet", "--out", tmp_path / "out", "--no-contract")
+    quarantine = pl.read_parquet(tmp_path / "out" / "quarantine.parquet")
+    assert quarantine.select("round_id", "reason").rows() == [(log["round_id"][1], "player_card_1 'K\nS' is not a card")]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["rows_read"] == 3 and summary["rows_quarantined"] == 1
+
+
 FLOATS = [1.0, 2.0, 2.5, float("nan"), float("inf"), None, -0.0, 1e20]
 
 
