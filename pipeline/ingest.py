@@ -404,8 +404,9 @@ def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
 
 def csv_rows(label: Path, files: list[Path]) -> list[int]:
     """The rows under the header of each CSV file, counted by one query over them all (a query per file
-    took 8 ms: 24 s for 2,920 nightly files, 1.1 s so). A file whose reader's records are fewer than its
-    lines has a record that spans lines, which `csv_records` cannot read: an InputError naming its row."""
+    took 8 ms: 24 s for 2,920 nightly files, 1.1 s so). A file whose records, as the reader parses
+    them, are not as many as its lines has a record that spans lines, which `csv_records` cannot
+    read: an InputError naming its row."""
     if not files:
         return []
     shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
@@ -418,7 +419,7 @@ def csv_rows(label: Path, files: list[Path]) -> list[int]:
     counts = [dict(zip(*found.get_columns())) for found in collect(label, per_file)]
     for file, name in zip(files, names):
         if counts[0].get(name, 0) != counts[1].get(name, 0):
-            raise _unreadable(file, pl.exceptions.ShapeError("its records are fewer than its lines"))
+            raise _unreadable(file, pl.exceptions.ShapeError("its records and its lines differ in number"))
     return [counts[0].get(name, 0) for name in names]
 
 
