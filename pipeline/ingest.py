@@ -380,11 +380,11 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
     schema = {name: pl.String for name in names}
     records = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, schema=schema,
                           missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
-                          quote_char='"', include_file_paths=file_column)
+                          quote_char='"', include_file_paths=file_column, glob=False)
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
     # commas outside quoted text, plus one.
     lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
-                        quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy")
+                        quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy", glob=False)
     fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
     return pl.concat([records, fields], how="horizontal").select(
         *names, *filter(None, [file_column]),
@@ -445,11 +445,13 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     file_format = format_of(path)
     try:
         if file_format == "parquet":
-            # The schema from the file's footer: asked of the scan, it keeps later filters from the reader.
-            dtypes = pl.read_parquet_schema(path)
+            # The schema from the file's footer, by a scan of its own: asked of `whole`, it keeps later
+            # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
+            # is a name, not a pattern that matches night1.parquet.
+            dtypes = pl.scan_parquet(path, glob=False).collect_schema()
             stored_rows = pq.read_metadata(path).num_rows
             names = list(dtypes)
-            whole = pl.scan_parquet(path, hive_partitioning=False)
+            whole = pl.scan_parquet(path, hive_partitioning=False, glob=False)
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
                 return whole.slice(start, count)  # the cut reaches the Parquet scan
@@ -758,7 +760,7 @@ def _spanning_row(path: Path) -> int | None:
     if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
         return None
     lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, schema={"line": pl.String},
-                        encoding="utf8-lossy").with_row_index("row")
+                        encoding="utf8-lossy", glob=False).with_row_index("row")
     odd = lines.filter(pl.col("line").str.count_matches('"') % 2 == 1).select("row").head(1).collect()
     return odd["row"].item() if odd.height else None
 

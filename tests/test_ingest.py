@@ -287,6 +287,23 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
 
 
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_file_whose_name_looks_like_a_glob_is_read_as_itself(tmp_path, suffix):
+    """night[1].csv is a name: read as a pattern it matched night1.csv, whose rows were then read in
+    its place (and, grouped with its neighbours, its own rows were lost)."""
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False)
+    names = ["night1", "night[1]", "night[2]"]
+    for k, name in enumerate(names):
+        rows = log.slice(k * 3, 3)
+        rows.write_csv(tmp_path / f"{name}.csv") if suffix == "csv" else rows.write_parquet(tmp_path / f"{name}.parquet")
+    opened = ingest.scan(tmp_path, "round_log")
+    read = opened.frame.collect()
+    assert opened.rows_per_file == (3, 3, 3)
+    for k, name in enumerate(names):
+        mine = read.filter(pl.col("source_file") == str(tmp_path / f"{name}.{suffix}"))
+        assert mine["round_id"].to_list() == log["round_id"].slice(k * 3, 3).to_list()
+
+
 def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unseen(tmp_path):
     """A compressed log or a marker beside the logs is not read, and the summary, the command's output
     and the report say so; hidden files and an earlier audit's outputs are not named."""
