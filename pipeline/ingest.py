@@ -302,13 +302,15 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[Path]]:
     folders included, but not hidden ones, such as a running audit's staging folder, nor an earlier
     audit's outputs), a glob (less an audit's outputs), or a list of any of these. Returns a label, the
     files, sorted, and the other files found in its directories (a compressed log, a checksum, a note):
-    not read, they are named in the summary so that a nightly job does not lose a log unseen."""
+    not read, they are named in the summary so that a nightly job does not lose a log unseen.
+
+    A name that exists is read as itself: `night[1].csv`, a file, is not the pattern matching night1.csv."""
     items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     files: list[Path] = []
     unread: list[Path] = []
     for item in map(str, items):
         path = Path(item)
-        if any(ch in item for ch in "*?["):
+        if not path.exists() and any(ch in item for ch in "*?["):
             matched = sorted(Path(p) for p in glob.glob(item, recursive=True)
                              if Path(p).is_file() and not _audit_output(Path(p)))
             if not matched:

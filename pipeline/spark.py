@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -242,12 +243,13 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
     groups: dict[tuple, list[Path]] = {}
     for path in files:
         if ingest.format_of(path) == "parquet":
-            groups.setdefault(("parquet", *pl.read_parquet_schema(path).items()), []).append(path)
+            schema = pl.scan_parquet(path, glob=False).collect_schema()  # a name, not a pattern, as in `ingest`
+            groups.setdefault(("parquet", *schema.items()), []).append(path)
         else:
             groups.setdefault(("csv", *ingest.csv_header(path)), []).append(path)
     read, placed = [], []
     for (file_format, *_), paths in groups.items():
-        names = [str(path) for path in paths]
+        names = [_literal(path) for path in paths]
         if file_format == "parquet":
             rows = _placed(spark.read.parquet(*names))
             renames = {k: v for k, v in mapping.columns.items() if k in rows.columns} if mapping is not None else {}
@@ -263,6 +265,12 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
     for frame in frames[1:]:
         log = log.unionByName(frame)
     return log
+
+
+def _literal(path: Path) -> str:
+    """The path as Spark's reader takes a name: it expands any path as a Hadoop glob, so `night[1].csv`
+    would read night1.csv (or nothing); a backslash makes each pattern character stand for itself."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
 
 
 def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):

@@ -296,12 +296,13 @@ def test_a_file_whose_name_looks_like_a_glob_is_read_as_itself(tmp_path, suffix)
     for k, name in enumerate(names):
         rows = log.slice(k * 3, 3)
         rows.write_csv(tmp_path / f"{name}.csv") if suffix == "csv" else rows.write_parquet(tmp_path / f"{name}.parquet")
-    opened = ingest.scan(tmp_path, "round_log")
-    read = opened.frame.collect()
-    assert opened.rows_per_file == (3, 3, 3)
-    for k, name in enumerate(names):
-        mine = read.filter(pl.col("source_file") == str(tmp_path / f"{name}.{suffix}"))
-        assert mine["round_id"].to_list() == log["round_id"].slice(k * 3, 3).to_list()
+    for given in (tmp_path, [str(tmp_path / f"{name}.{suffix}") for name in names]):  # a folder, or the names
+        opened = ingest.scan(given, "round_log")
+        read = opened.frame.collect()
+        assert opened.rows_per_file == (3, 3, 3)
+        for k, name in enumerate(names):
+            mine = read.filter(pl.col("source_file") == str(tmp_path / f"{name}.{suffix}"))
+            assert mine["round_id"].to_list() == log["round_id"].slice(k * 3, 3).to_list()
 
 
 def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unseen(tmp_path):

@@ -125,7 +125,13 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
         + b"K\xffS,9H,,R5,5D,QC,\n\"R6,x\",9H,,R6,5D,QC,\n")
     (tmp_path / "a b%").mkdir()
     shutil.copy(paths["csv"], tmp_path / "a b%" / "again.csv")
-    files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv", tmp_path / "a b%" / "again.csv")
+    # Names, not patterns: read as patterns they would match night1.csv and groups1.parquet instead.
+    for name in ("night[1].csv", "night1.csv"):
+        shutil.copy(tmp_path / "broken.csv", tmp_path / name)
+    pl.read_parquet(paths["parquet"]).head(5).write_parquet(tmp_path / "groups1.parquet")
+    shutil.copy(tmp_path / "groups.parquet", tmp_path / "groups[1].parquet")
+    files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv", tmp_path / "a b%" / "again.csv",
+             tmp_path / "night[1].csv", tmp_path / "groups[1].parquet")
     session = spark.session("local[2]")
     try:
         session.conf.set("spark.sql.files.maxPartitionBytes", "16384")
@@ -140,9 +146,9 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     on_polars = ingest.scan([str(p) for p in files], "round_log").frame.collect()
     log_row = pl.col("source_row").cast(pl.Int64) + pl.col("source_file").replace_strict(
         {str(path): i << 32 for i, path in enumerate(files)}, return_dtype=pl.Int64)
-    assert on_spark.height == 9_006
+    assert on_spark.height == 12_012
     assert on_spark.equals(on_polars.with_columns(log_row=log_row).select(columns).cast(on_spark.schema))
-    assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5]
+    assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5] * 2
     assert on_spark.filter(pl.col("source_row") == 1)["source_file"].to_list() == [str(path) for path in files]
 
 
