@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, parts, profiles, report,
-                      settlement)
+                      settlement, stored)
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
@@ -167,7 +167,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
     # square of a log quarantined whole (3M rounds with 6M bets: 63.8 s, against 29.0 s).
     by_part.append(("quarantined.parts", label,
-                    pl.scan_parquet(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())))
+                    stored.scan(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())))
     for folder in ("findings.bets", "bets_quarantine"):
         (staging / folder).mkdir()
     schemas = {folder: frame.collect_schema() for folder, _, frame in reversed(by_part)}
@@ -185,7 +185,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
         found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
     for name in ("findings.bets", "bets_quarantine"):  # the parts are in round_id hash order
-        _sink_in_log_order(pl.scan_parquet(staging / name / "*.parquet"), bet_log, f"{name}.parquet", run)
+        _sink_in_log_order(stored.scan(staging / name), bet_log, f"{name}.parquet", run)
     return settlement.bet_totals(pl.concat(counts))
 
 
@@ -196,7 +196,7 @@ def bets_in_scope(bet_log: ingest.Log, selection: ingest.Selection, staging: Pat
     pieces = list(bet_log.pieces(PIECE_ROWS))
     if not selection:
         return pieces
-    kept = pl.scan_parquet(staging / STAGED / "*.parquet").select(pl.col("round_id").drop_nulls().unique()).collect()
+    kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
     # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
     return [piece.filter(pl.col("round_id").is_in(kept["round_id"].implode())) for piece in pieces]
 
@@ -252,9 +252,9 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     (run.staging / f"{name}.sorted").mkdir()
     for k, piece in zip(filled, written):
         run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
-    joined = pl.concat([pl.scan_parquet(run.staging / piece) for piece in written])
+    joined = pl.concat([stored.scan(run.staging / piece) for piece in written])
     run.sink(name, joined if first_by is None else joined.drop(first_by), log.path)
-    placed = pl.scan_parquet(run.staging / name).select(pl.len()).collect().item()
+    placed = stored.scan(run.staging / name).select(pl.len()).collect().item()
     if placed != total:  # the join to the pieces drops a row no piece of the log holds: a bug, not lost quietly
         raise RuntimeError(f"{name}: {total - placed:,} of {total:,} rows are not in any piece of {log.path}")
 
@@ -289,8 +289,8 @@ def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     (`_sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
     per_round = sorted([*(staging / "findings.rounds").glob("*.parquet"), *(staging / "findings.duplicates").glob("*")])
-    _sink_in_log_order(pl.scan_parquet(per_round), log, "findings.per_round.parquet", run, in_log_order)
-    found = [pl.scan_parquet(staging / f"findings.{part}.parquet")
+    _sink_in_log_order(stored.scan(per_round), log, "findings.per_round.parquet", run, in_log_order)
+    found = [stored.scan(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
     pl.concat(found).sink_parquet(staging / "findings.parquet")
@@ -312,11 +312,11 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     frames the summary needs."""
     run, label = _Queries(staging), log.path
     (staging / "findings.rounds").mkdir()
-    rounds = pl.scan_parquet(staging / STAGED / "*.parquet")
+    rounds = stored.scan(staging / STAGED)
     rejected = pl.col("reject").is_not_null()
     counted = round_counts(run.frame(tallies(rounds), label))
     run.sink("quarantine.parquet", quarantined(rounds), label)
-    pieces = [pl.scan_parquet(piece).filter(~rejected) for piece in _staged(staging)]
+    pieces = [stored.scan(piece).filter(~rejected) for piece in _staged(staging)]
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
         options.on_phase("checking each round", i, len(pieces))
         run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
@@ -369,7 +369,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     out_dir = Path(out_dir)
     with staging_in(out_dir) as staging:
         _stage(log, options, staging)
-        names = profiles_in(pl.scan_parquet(staging / STAGED / "*.parquet"), log.path, options.profile)
+        names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted = _check(log, bet_log, bet_pieces, names, options, started, staging)
@@ -383,8 +383,8 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
         if options.validate:
             # Imported only now: its ~280 MB would sit beside the checks' peak (1.12 GiB at 10M with bets).
             contract.preload()
-        findings = pl.scan_parquet(staging / "findings.parquet")  # read by queries: it grows with the log
-        staged = [pl.scan_parquet(piece) for piece in _staged(staging)]  # the contract's and the evidence's
+        findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
+        staged = [stored.scan(piece) for piece in _staged(staging)]  # the contract's and the evidence's
         summary = summarize(started, log, bet_log, names, counted, findings, tests, options, staging / "flagged")
         if options.validate:
             options.on_phase("input contract (Great Expectations)")
@@ -448,8 +448,8 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
             fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold)):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
     written = sorted((staging / "fairness.pieces").glob("*.parquet"))
-    pl.scan_parquet(written).sink_parquet(staging / "fairness.parquet")
-    return pl.scan_parquet(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
+    stored.scan(written).sink_parquet(staging / "fairness.parquet")
+    return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
 
 
 def publish(staging: Path, out_dir: Path) -> None:
@@ -566,4 +566,4 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
 
 def first_findings(result: Result, count: int) -> list[dict]:
     """The first `count` findings of a finished run, in log order."""
-    return pl.scan_parquet(result.out_dir / "findings.parquet").head(count).collect().to_dicts()
+    return stored.scan(result.out_dir / "findings.parquet").head(count).collect().to_dicts()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import cards, ingest, parts
+from pipeline import cards, ingest, parts, stored
 from pipeline.checks import card_name
 from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
@@ -114,7 +114,7 @@ def _kept(found: pl.DataFrame, scratch: Path | None, group: int) -> pl.LazyFrame
         return found.lazy()
     scratch.mkdir(parents=True, exist_ok=True)
     found.write_parquet(scratch / f"{group:06d}.parquet")
-    return pl.scan_parquet(scratch / f"{group:06d}.parquet")
+    return stored.scan(scratch / f"{group:06d}.parquet")
 
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
@@ -178,7 +178,7 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     (scratch / "findings").mkdir(parents=True)
     for i, (piece, found) in enumerate(zip(pieces, found_by_piece)):
         collect(one_piece(piece, found).sink_parquet(scratch / "findings" / f"{i:06d}.parquet", lazy=True))
-    return pl.scan_parquet(scratch / "findings" / "*.parquet")
+    return stored.scan(scratch / "findings")
 
 
 def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect,

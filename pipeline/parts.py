@@ -18,6 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline import stored
+
 #: The most files a frame is written into at once. Each open file holds a writer: 60M rounds' bets
 #: written a file per part (960 parts) took 1,039 MiB against 585 MiB for 10M (160 parts), and the
 #: settlement's files numbered 173,760 against 4,960.
@@ -63,7 +65,7 @@ def read(folder: Path, part: int, schema: pl.Schema) -> pl.LazyFrame:
     _unbucket(folder)
     if not (folder / str(part)).is_dir():
         return pl.LazyFrame(schema=schema)
-    return pl.scan_parquet(folder / str(part) / "*.parquet")
+    return stored.scan(folder / str(part))
 
 
 def filled(folder: Path) -> list[int]:
@@ -78,7 +80,7 @@ def _unbucket(folder: Path) -> None:
     buckets = folder / BUCKETS  # there only when `write` filed by bucket (a part's folder is its number)
     if buckets.is_dir():
         for bucket in sorted(buckets.iterdir()):
-            _sink(pl.scan_parquet(bucket / "*.parquet"), "part", folder, "split", lazy=False,
+            _sink(stored.scan(bucket), "part", folder, "split", lazy=False,
                   row_group_size=SPLIT_ROW_GROUP)
             shutil.rmtree(bucket)
         buckets.rmdir()

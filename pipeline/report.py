@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import charts, fairness, integrity, settlement
+from pipeline import charts, fairness, integrity, settlement, stored
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError
 
@@ -207,7 +207,7 @@ def _quarantine(out_dir: Path, summary: dict) -> str:
         path = out_dir / name
         if not path.exists():
             continue
-        reasons = (pl.scan_parquet(path)
+        reasons = (stored.scan(path)
                    .select(pl.col("reason").str.replace_all(r"'[^']*'", "'…'").alias("reason"), "source_row")
                    .group_by("reason").agg(pl.len().alias("rows"), pl.col("source_row").head(5).alias("first rows"))
                    .sort(["rows", "reason"], descending=[True, False]).collect())
@@ -224,7 +224,7 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
     if "fairness" not in summary:
         return "<h2>Fairness</h2><p>The log has no table_id, dealer_id or shoe_id: no statistics.</p>"
     # Table rows only: the dealer and shoe rows grow with the log, and the page shows tables.
-    tests = pl.scan_parquet(out_dir / "fairness.parquet").filter(pl.col("level") == "table").collect()
+    tests = stored.scan(out_dir / "fairness.parquet").filter(pl.col("level") == "table").collect()
     f = summary["fairness"]
     flagged = ", ".join(f["tables_flagged"]) or "none"
     rows = [[r["group"], r["rounds"], r["test"].replace("_", " "),
@@ -247,11 +247,11 @@ def render(out_dir: Path) -> str:
     out_dir = Path(out_dir)
     try:
         summary = json.loads((out_dir / "summary.json").read_text())
-        pl.read_parquet_schema(out_dir / "findings.parquet")
+        stored.scan(out_dir / "findings.parquet").collect_schema()
     except (OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as error:
         raise InputError(f"{out_dir}: not an audit output directory ({error})") from None
     # Counted by queries, not read whole: findings grow with the log (138 MB of them at 10M with bets).
-    findings = pl.scan_parquet(out_dir / "findings.parquet")
+    findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
     evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else {}
     drawn = ""

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import audit as polars_engine
-from pipeline import contract, evidence, fairness, ingest, integrity, profiles, settlement
+from pipeline import contract, evidence, fairness, ingest, integrity, profiles, settlement, stored
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError, first_line
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
@@ -422,7 +422,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
                 spark.stop()
             raise
         spark.stop()
-        findings = pl.scan_parquet(staging / "findings.parquet")
+        findings = stored.scan(staging / "findings.parquet")
         summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options,
                                           staging / "flagged")
         summary["tool"]["engine"] = "spark"

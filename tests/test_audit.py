@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 from conftest import ASSETS
 from datetime import UTC, datetime
 
-from pipeline import audit, ingest
+from pipeline import audit, generate, ingest, parts
 from pipeline.checks import PER_ROUND
 from pipeline.findings import in_log_order
 from pipeline.errors import InputError
@@ -396,7 +396,7 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
 def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):
     """evidence.json: per check, in the order checks first occur in findings.parquet, that check's
     first findings there, in order (the rows explained), bets' settlement findings among them."""
-    from pipeline import evidence, generate
+    from pipeline import evidence
 
     paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
     audit.audit(paths["parquet"], tmp_path / "out", audit.Options(validate=False, bets=paths["bets_parquet"]))
@@ -482,3 +482,26 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     if filing_rows < stray.height:
         with pytest.raises(RuntimeError, match="1 of 20 rows are not in any piece"):
             audit._sink_in_log_order(stray.lazy(), log, "stray.parquet", run)
+
+
+def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tmp_path, monkeypatch):
+    """`out[1]` is a name: the audit's own files read back from it as a pattern matched `out1` (here an
+    earlier audit's folder), or nothing, and the audit failed. Bets, the contract, pieces, and parts
+    filed by bucket read back every kind of file the audit writes for itself."""
+    log = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
+    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    monkeypatch.setattr(parts, "FAN_OUT", 3)
+    plain = audit.audit(log["parquet"], tmp_path / "plain", audit.Options(validate=False, bets=log["bets_parquet"]))
+    audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "out1", QUICK)
+    named = audit.audit(log["parquet"], tmp_path / "out[1]", audit.Options(bets=log["bets_parquet"])).summary
+    assert named["exit_code"] == plain.summary["exit_code"] == 1 and named["bets_settled"] > 0
+    for key in ("rows_read", "findings", "bets_flagged", "money"):
+        assert named[key] == plain.summary[key], key
+    counted = {e.get("element_count") for e in named["contract"]["rounds"]["expectations"]} - {None}
+    assert counted == {named["rows_read"]}  # every staged piece read back by the contract
+    assert (tmp_path / "out[1]" / "contract" / "index.html").is_file()
+    for name in ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet"):
+        kept = pl.read_parquet(tmp_path / "out[1]" / name, glob=False)  # read as a pattern, it would be out1's
+        assert kept.equals(pl.read_parquet(tmp_path / "plain" / name)), name
+    assert (tmp_path / "out[1]" / "report.html").read_text().count("<h2>") == (
+        tmp_path / "plain" / "report.html").read_text().count("<h2>")
