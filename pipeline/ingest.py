@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
 from pathlib import Path
+from urllib.parse import unquote
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -335,8 +336,9 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[Path]]:
 
 
 def hive_values(path: Path) -> dict[str, str]:
-    """key=value folders above a file (Hive partitioning), as column values."""
-    return dict(part.split("=", 1) for part in path.parent.parts if "=" in part)
+    """key=value folders above a file (Hive partitioning), as column values. Hive and Spark write a
+    value's `:`, `/`, `%` and the like as %XX (`table_id=VIP%3A1` for VIP:1), and polars reads them so."""
+    return dict(map(unquote, part.split("=", 1)) for part in path.parent.parts if "=" in part)
 
 
 def format_of(path: Path) -> str:

@@ -433,3 +433,19 @@ def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(f
     # A query a piece, as the audit reads them: polars 2.1 reads two cuts of one CSV file in one plan
     # as the same cut (in `Log.pieces` a piece never holds two cuts of one file).
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
+
+
+def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
+    """Hive and Spark write a partition value's `:`, `/`, `%` and the like as %XX (`table_id=VIP%3A1` for
+    VIP:1): the column holds the value, and a narrowing by it finds its folder. A `%` that escapes
+    nothing stays as it is."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False).drop("table_id")
+    for k, name in enumerate(("VIP%3A1", "100%", "T%2F02%25")):
+        folder = tmp_path / f"table_id={name}" / "date=2026-11-01"
+        folder.mkdir(parents=True)
+        log.slice(10 * k, 10).write_csv(folder / "rounds.csv")
+    read = ingest.scan(tmp_path, "round_log").frame.collect()
+    assert read["table_id"].value_counts(sort=True, name="rows").sort("table_id").rows() == [
+        ("100%", 10), ("T/02%", 10), ("VIP:1", 10)]
+    narrowed = ingest.scan(tmp_path, "round_log", selection=ingest.Selection(tables=("VIP:1",)))
+    assert narrowed.frame.collect()["round_id"].to_list() == log["round_id"].head(10).to_list()
