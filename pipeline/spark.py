@@ -215,7 +215,11 @@ def session(master: str):
         spark = (builder
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
-                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+                 .config("spark.sql.session.timeZone", "UTC")
+                 # Hadoop's default local file system looks for a checksum file beside each file read,
+                 # named from the file's name, which it cannot parse when that name holds a ':' (a
+                 # night's time: `T01 22:00.csv`); the raw one reads the file alone.
+                 .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem").getOrCreate())
     except Exception as error:  # an unreachable master gives up after a minute, with a Java exception
         where = "the master given to spark-submit" if submitted else master
         cause = first_line(getattr(error, "java_exception", error)) or type(error).__name__
@@ -269,7 +273,12 @@ def _read(spark, files: tuple[Path, ...], contract_name: str = "round_log", mapp
 
 def _literal(path: Path) -> str:
     """The path as Spark's reader takes a name: it expands any path as a Hadoop glob, so `night[1].csv`
-    would read night1.csv (or nothing); a backslash makes each pattern character stand for itself."""
+    would read night1.csv (or nothing); a backslash makes each pattern character stand for itself.
+    Expanding a pattern, Hadoop parses each part of the path alone, and one holding a ':' as a URI,
+    which fails (a Java exception in a task): no escape helps, so such a path stops the run first."""
+    if ":" in str(path) and re.search(r"[\\\[\]{}*?]", str(path)):
+        raise InputError(f"{path}: Spark's reader cannot take a path with both ':' and one of []{{}}*?\\; "
+                         "rename it, or audit it with --engine polars")
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
 
 

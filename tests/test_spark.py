@@ -125,13 +125,14 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
         + b"K\xffS,9H,,R5,5D,QC,\n\"R6,x\",9H,,R6,5D,QC,\n")
     (tmp_path / "a b%").mkdir()
     shutil.copy(paths["csv"], tmp_path / "a b%" / "again.csv")
-    # Names, not patterns: read as patterns they would match night1.csv and groups1.parquet instead.
-    for name in ("night[1].csv", "night1.csv"):
+    # Names, not patterns: read as patterns they would match night1.csv and groups1.parquet instead. A ':'
+    # in a file's name made Hadoop's local file system fail on its checksum file's (`.T01 22:00.csv.crc`).
+    for name in ("night[1].csv", "night1.csv", "T01 22:00.csv"):
         shutil.copy(tmp_path / "broken.csv", tmp_path / name)
     pl.read_parquet(paths["parquet"]).head(5).write_parquet(tmp_path / "groups1.parquet")
     shutil.copy(tmp_path / "groups.parquet", tmp_path / "groups[1].parquet")
     files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv", tmp_path / "a b%" / "again.csv",
-             tmp_path / "night[1].csv", tmp_path / "groups[1].parquet")
+             tmp_path / "night[1].csv", tmp_path / "groups[1].parquet", tmp_path / "T01 22:00.csv")
     session = spark.session("local[2]")
     try:
         session.conf.set("spark.sql.files.maxPartitionBytes", "16384")
@@ -146,9 +147,9 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     on_polars = ingest.scan([str(p) for p in files], "round_log").frame.collect()
     log_row = pl.col("source_row").cast(pl.Int64) + pl.col("source_file").replace_strict(
         {str(path): i << 32 for i, path in enumerate(files)}, return_dtype=pl.Int64)
-    assert on_spark.height == 12_012
+    assert on_spark.height == 12_018
     assert on_spark.equals(on_polars.with_columns(log_row=log_row).select(columns).cast(on_spark.schema))
-    assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5] * 2
+    assert on_spark.filter(pl.col("malformed").is_not_null())["source_row"].to_list() == [2, 4, 5] * 3
     assert on_spark.filter(pl.col("source_row") == 1)["source_file"].to_list() == [str(path) for path in files]
 
 
@@ -164,6 +165,16 @@ def test_spark_stops_with_the_polars_engines_one_line(tmp_path, selection, bets,
     options = audit.Options(validate=False, selection=selection, bets=bets and tmp_path / bets)
     with pytest.raises(InputError, match=message):
         spark.audit(ASSETS.parent.parent / "data" / "rounds.csv", tmp_path / "out", options, master="local[2]")
+
+
+def test_a_path_spark_cannot_take_is_one_line(tmp_path):
+    """Spark's reader takes `[]{}*?\\` as a pattern unless escaped, and a pattern's parts as names, which
+    Hadoop cannot parse when they hold a ':'; such a path stops the run (exit 2), before Spark reads."""
+    (tmp_path / "22:00").mkdir()
+    shutil.copy(ASSETS / "mixed_notation.csv", tmp_path / "22:00" / "night[1].csv")
+    with pytest.raises(InputError, match=r"night\[1\]\.csv: Spark's reader cannot take a path with both ':' "
+                                         r"and one of \[\]\{\}\*\?\\; rename it, or audit it with --engine polars"):
+        spark.audit(tmp_path / "22:00", tmp_path / "out", audit.Options(validate=False), "local[1]")
 
 
 def test_a_master_url_spark_cannot_take_is_one_line(tmp_path):
