@@ -447,8 +447,7 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
     for i, tests in enumerate(fairness.statistics_by_chunk(
             fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold)):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
-    written = sorted((staging / "fairness.pieces").glob("*.parquet"))
-    stored.scan(written).sink_parquet(staging / "fairness.parquet")
+    stored.scan(staging / "fairness.pieces").sink_parquet(staging / "fairness.parquet")
     return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
 
 
