@@ -88,8 +88,9 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
 
     rounds = pl.read_parquet(data / "rounds.parquet")
     for (table,), rows in rounds.group_by("table_id"):
-        (tmp_path / "hive" / f"table_id={table}").mkdir(parents=True)
-        rows.drop("table_id").write_parquet(tmp_path / "hive" / f"table_id={table}" / "rounds.parquet")
+        folder = tmp_path / "hive" / f"table_id={table.replace('0', '%30')}"  # escaped as Hive escapes: T03
+        folder.mkdir(parents=True)
+        rows.drop("table_id").write_parquet(folder / "rounds.parquet")
     closed = tmp_path / "hive" / "table_id=T09"  # a table closed for the night: headers, no rows
     closed.mkdir()
     rounds.drop("table_id").head(0).write_parquet(closed / "rounds.parquet")
@@ -98,7 +99,7 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     spark.audit(tmp_path / "hive", tmp_path / "hive_spark", plain)
     audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
     _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
-    assert pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"].null_count() == 0
+    assert set(pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"]) <= set(rounds["table_id"])
     inputs = json.loads((tmp_path / "hive_spark" / "summary.json").read_text())["inputs"]
     assert [i["rows"] for i in inputs if "T09" in i["path"]] == [0, 0]
     # T01's folder unread; only the bets of T02's rounds settled.
