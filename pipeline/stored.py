@@ -1,8 +1,7 @@
 """The audit's own Parquet files (staging, scratch, outputs) read back by name, never as a pattern.
 
 Polars takes every path it scans for a glob unless told not to: an output folder named `out[1]` was
-read as the pattern matching `out1`, and the audit failed on its own staged files (or, beside an
-`out1`, would have read another audit's).
+read as the pattern matching `out1`, and the audit failed on its own staged files.
 """
 
 from __future__ import annotations
