@@ -142,10 +142,11 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
             splits = session.read.parquet(str(path)) if path.suffix == ".parquet" else session.read.text(str(path))
             assert splits.select("_metadata.file_block_start").distinct().count() >= 4, path
         columns = ["source_file", "source_row", "log_row", "malformed", "round_id", "player_card_1", "player_card_3"]
-        on_spark = pl.from_arrow(spark._read(session, files).select(*columns).toArrow()).sort("log_row")
+        log = ingest.scan([str(p) for p in files], "round_log")
+        on_spark = pl.from_arrow(spark._read(session, log).select(*columns).toArrow()).sort("log_row")
     finally:
         session.stop()
-    on_polars = ingest.scan([str(p) for p in files], "round_log").frame.collect()
+    on_polars = log.frame.collect()
     log_row = pl.col("source_row").cast(pl.Int64) + pl.col("source_file").replace_strict(
         {str(path): i << 32 for i, path in enumerate(files)}, return_dtype=pl.Int64)
     assert on_spark.height == 12_018
