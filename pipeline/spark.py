@@ -262,7 +262,7 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
             lines = _placed(spark.read.text(names))
             read.append(_csv(lines, paths[0], contract_name, mapping))
             placed.append(lines)
-    numbers = F.broadcast(_row_numbers(spark, placed, files, contract_name))
+    numbers = F.broadcast(_row_numbers(spark, placed, log, contract_name))
     frames = [_shaped(raw.join(numbers, ["_path", "_split"]), contract_name, mapping) for raw in read]
     together = frames[0]
     for frame in frames[1:]:
@@ -325,11 +325,12 @@ def _placed(frame):
                         F.monotonically_increasing_id().alias("_id"))
 
 
-def _row_numbers(spark, placed: list, files: tuple[Path, ...], contract_name: str):
-    """Per split of every file (`_path`, `_split`): the file's place in the log (`_file`), its name as
-    given (`source_file`), its Hive folder values (`_folder_COLUMN`) and `_shift`, which makes a row's
-    number in its file: `_id + _shift` counts the rows of the splits before its own, less the split's
-    first `_id`, and less one in a CSV file, whose first line is its header (numbered 0).
+def _row_numbers(spark, placed: list, log: ingest.Log, contract_name: str):
+    """Per split of every file the log reads (`_path`, `_split`): the file's place among them
+    (`_file`), its name as given (`source_file`), its Hive folder values (`_folder_COLUMN`) and
+    `_shift`, which makes a row's number in its file: `_id + _shift` counts the rows of the splits
+    before its own, less the split's first `_id`, and less one in a CSV file, whose first line is its
+    header (numbered 0).
 
     One small job counts the rows of every split. Rows are numbered where they lie: a window over a
     whole file would move every row into one task (25 s of a 31 s read of 1M rounds here).
@@ -342,11 +343,13 @@ def _row_numbers(spark, placed: list, files: tuple[Path, ...], contract_name: st
     splits = every.groupBy("_path", "_split").agg(F.count("*").alias("rows"), F.min("_id").alias("first"))
     counted = pl.from_arrow(splits.toArrow())
     # Spark names a file by URI ("file:/logs/a%20b.csv"); the polars engine by the path as given.
+    files = log.files_read
+    csv = {path for path, file_format in zip(log.files, log.formats) if file_format == "csv"}
     by_path = {os.path.abspath(path): (index, path) for index, path in enumerate(files)}
     given = {uri: by_path[unquote(urlparse(uri).path)] for uri in counted["_path"].unique()}
     hive = [c for c in ingest.columns(contract_name) if any(c in ingest.hive_values(path) for path in files)]
     facts = pl.DataFrame(
-        [(uri, index, str(path), ingest.format_of(path) == "csv",
+        [(uri, index, str(path), path in csv,
           *(ingest.hive_values(path).get(c) for c in hive)) for uri, (index, path) in given.items()],
         schema={"_path": pl.String, "_file": pl.Int64, "source_file": pl.String, "_csv": pl.Boolean,
                 **{f"_folder_{c}": pl.String for c in hive}}, orient="row")
