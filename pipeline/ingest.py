@@ -437,8 +437,8 @@ class _Opened:
     rows: Rows
     ruled_out: bool
     stored_rows: int | None  # a Parquet file's rows, from its footer; CSV files are counted together (`csv_rows`)
-    #: Files of one shape (format, columns and types as stored, Hive folders that fill a column) are
-    #: read whole together by `whole` of any of them, given them all and their rows.
+    #: Files of one shape (format, the columns read and their types as stored, Hive folders that fill
+    #: a column) are read whole together by `whole` of any of them, given them all and their rows.
     shape: tuple
     whole: Callable[[list[tuple[Path, int]]], pl.LazyFrame]
 
@@ -473,7 +473,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
-    stored = tuple((name, str(dtype)) for name, dtype in dtypes.items())  # the columns as stored: a shape
+    as_found = dtypes
     renames = {}
     if mapping is not None:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
@@ -490,6 +490,15 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     if nested:  # a list or a struct would be read as its printed form ('{"R1"}'), or fail mid-read
         raise InputError(f"{path}: column {nested[0]} is stored as {dtypes[nested[0]]}; "
                          "expected text, a number or a timestamp")
+    # The columns as stored, which with the format and the Hive folders that fill a column make a shape:
+    # in CSV the header as it is, since a record's fields are taken by place; in Parquet, by name, the
+    # columns the contract reads, since a scan of several files takes those by name and leaves others
+    # (`whole_files`). A file with a column of its own, or another order, is then read with its
+    # neighbours: 2,920 nightly files, every other one with a column more, took 19.7 to 23.9 s to audit,
+    # and take 9.4 to 9.6 s (the same files all alike: 9.0 s).
+    stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
+              tuple(sorted((name, str(dtype)) for name, dtype in as_found.items()
+                           if renames.get(name, name) in present)))
     shape = (file_format, stored, tuple(partitions))
     if shape not in made:
         made[shape] = _texts(contract_name, file_format, present, dtypes, renames, mapping)
@@ -539,7 +548,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         whose rows stay in step: a file whose records and lines differ stopped the count (`csv_rows`)."""
         starts = pl.Series(list(itertools.accumulate((rows for _, rows in files[:-1]), initial=0)), dtype=pl.Int64)
         paths = [str(file) for file, _ in files]
-        scanned = (pl.scan_parquet(paths, hive_partitioning=False, include_file_paths="log_file", glob=False)
+        scanned = (pl.scan_parquet(paths, schema={name: as_found[name] for name, _ in stored}, extra_columns="ignore",
+                                   hive_partitioning=False, include_file_paths="log_file", glob=False)
                    if file_format == "parquet" else csv_records(paths, header, 1, file_column="log_file"))
         rows = scanned.with_row_index("log_index")
         keep = selection.stored(as_stored, timed) if selection else None

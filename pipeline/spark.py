@@ -240,7 +240,7 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
     orders the rows as the polars engine reads them (file, then row).
 
     The files the selection keeps are read, those of one shape as `ingest.scan` opened them (format,
-    columns as stored, Hive folders that fill a column) together, as one Spark read: a read per file
+    columns read as stored, Hive folders that fill a column) together, as one Spark read: a read per file
     cost about 0.4 s of planning each (40 s for 100 files here).
     """
     from pyspark.sql import functions as F

@@ -435,6 +435,33 @@ def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(f
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
 
+@pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
+def test_parquet_files_that_differ_only_in_columns_the_contract_does_not_read_are_read_together(
+        faulted_log, selection, tmp_path):
+    """Nightly Parquet files of which every other one has a column of its own (a note), and one has
+    its columns in another order, are read by one scan of them all, and give the rows each gives
+    alone: the note is left, and every row keeps its file and its row in the file."""
+    log = pl.read_parquet(faulted_log["parquet"])
+    files = []
+    for night in range(12):
+        rows = log.slice(night * 150, 150)
+        if night % 2:
+            rows = rows.with_columns(note=pl.lit(f"night {night}"))
+        if night == 5:
+            rows = rows.select(reversed(rows.columns))
+        files.append(tmp_path / f"2026-11-{night + 1:02d}.parquet")
+        rows.write_parquet(files[-1])
+    opened = ingest.scan(tmp_path, "round_log", selection=selection)
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect()
+    if selection:
+        alone = alone.filter(selection.predicate())
+    assert alone.height >= 300
+    read = opened._selected(tuple(range(len(files))))  # the files the selection does not rule out
+    assert len(read) > 1 and len(opened._runs([(i, 0, opened.rows_per_file[i]) for i in read])) == 1
+    assert opened.frame.collect().equals(alone)
+    assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
+
+
 def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
     """Hive and Spark write a partition value's `:`, `/`, `%` and the like as %XX (`table_id=VIP%3A1` for
     VIP:1): the column holds the value, and a narrowing by it finds its folder. A `%` that escapes

@@ -131,7 +131,9 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
     for name in ("night[1].csv", "night1.csv", "T01 22:00.csv"):
         shutil.copy(tmp_path / "broken.csv", tmp_path / name)
     pl.read_parquet(paths["parquet"]).head(5).write_parquet(tmp_path / "groups1.parquet")
-    shutil.copy(tmp_path / "groups.parquet", tmp_path / "groups[1].parquet")
+    # A column of its own, and its columns in another order: read in one Spark read with groups.parquet.
+    groups = pl.read_parquet(tmp_path / "groups.parquet").with_columns(note=pl.lit("x"))
+    groups.select(reversed(groups.columns)).write_parquet(tmp_path / "groups[1].parquet", row_group_size=200)
     files = (paths["csv"], tmp_path / "groups.parquet", tmp_path / "broken.csv", tmp_path / "a b%" / "again.csv",
              tmp_path / "night[1].csv", tmp_path / "groups[1].parquet", tmp_path / "T01 22:00.csv")
     session = spark.session("local[2]")
@@ -143,6 +145,7 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
             assert splits.select("_metadata.file_block_start").distinct().count() >= 4, path
         columns = ["source_file", "source_row", "log_row", "malformed", "round_id", "player_card_1", "player_card_3"]
         log = ingest.scan([str(p) for p in files], "round_log")
+        assert len({one.shape for one in log.opened if one.file_format == "parquet"}) == 1
         on_spark = pl.from_arrow(spark._read(session, log).select(*columns).toArrow()).sort("log_row")
     finally:
         session.stop()
