@@ -180,10 +180,11 @@ def _nights(tmp_path) -> list:
     return files
 
 
-def test_a_time_window_reads_only_the_parquet_files_that_hold_rounds_in_it(tmp_path):
+def test_a_time_window_reads_only_the_files_that_hold_rounds_in_it(tmp_path):
     """--since/--until over a folder of nightly files: the files with no round in the window are not
-    read (those before it are skipped by their statistics), files with a stray round in it are, and
-    the audit is that of the same files as CSV, which are all read and filtered row by row."""
+    read (Parquet files before it are skipped by their statistics), files with a stray round in it
+    are, and the audit is that of the same files as CSV, each of which is parsed once to be tested
+    (Parquet files: the few columns tested) and only those kept are read again and counted."""
     files = _nights(tmp_path)
     third = ingest.Selection(since=datetime(2026, 10, 3, tzinfo=UTC), until=datetime(2026, 10, 3, 23, 59, 59, tzinfo=UTC))
     log = ingest.scan(tmp_path / "nights", "round_log", selection=third)
@@ -192,6 +193,9 @@ def test_a_time_window_reads_only_the_parquet_files_that_hold_rounds_in_it(tmp_p
     (tmp_path / "csv").mkdir()
     for path in files:
         pl.read_parquet(path).write_csv(tmp_path / "csv" / path.with_suffix(".csv").name)
+    csv_log = ingest.scan(tmp_path / "csv", "round_log", selection=third)
+    assert [path.stem for path in csv_log.files_read] == [files[i].stem for i in (0, 2, 4)]
+    assert [rows > 0 for rows in csv_log.rows_per_file] == [True, False, True, False, True]
     narrowed = audit.audit(tmp_path / "nights", tmp_path / "narrowed", audit.Options(validate=False, selection=third))
     every_row = audit.audit(tmp_path / "csv", tmp_path / "every_row", audit.Options(validate=False, selection=third))
     assert narrowed.summary["rows_read"] == every_row.summary["rows_read"] == 2000 + 2

@@ -69,6 +69,19 @@ def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, mess
     assert "Traceback" not in completed.stderr
 
 
+def test_a_record_that_spans_lines_stops_a_narrowed_run_on_one_line_too(tmp_path):
+    """A narrowing tests CSV files for a row it keeps before they are counted; a record that spans lines
+    makes the records and lines it reads differ, and the run still stops on one line naming the row."""
+    (tmp_path / "logs").mkdir()
+    for name, row in (("a.csv", "R2"), ("b.csv", '"R\n2"'), ("c.csv", "R3")):
+        _write(tmp_path / "logs" / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n")
+    completed = subprocess.run([sys.executable, "-m", "pipeline", "audit", str(tmp_path / "logs"), "--out",
+                                str(tmp_path / "out"), "--table", "T01"], capture_output=True, text=True)
+    assert completed.returncode == 2
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    assert "b.csv: row 2 opens a quoted field that its line does not close" in completed.stderr, completed.stderr
+
+
 LOG = ASSETS / "mixed_notation.csv"
 
 
