@@ -479,7 +479,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
-    as_found = dtypes
+    as_found = dtypes  # as the file names them, before a mapping renames them
     renames = {}
     if mapping is not None:
         renames = {source: target for source, target in mapping.columns.items() if source in names}
