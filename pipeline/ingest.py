@@ -109,10 +109,14 @@ class Selection:
                                                                                  ("until", self.until)) if moment),
                          *(f"round_id {r}" for r in self.rounds)])
 
+    @property
+    def _by_folder(self) -> dict[str, tuple[str, ...]]:
+        """The columns a Hive folder can fix that this selection narrows, and the values it wants."""
+        return {column: wanted for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)) if wanted}
+
     def rules_out(self, fixed: dict[str, str]) -> bool:
         """Whether no row of a file whose table_id or shoe_id is `fixed` (by its Hive folders) is kept."""
-        return any(wanted and column in fixed and fixed[column] not in wanted
-                   for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)))
+        return any(column in fixed and fixed[column] not in wanted for column, wanted in self._by_folder.items())
 
     def stored(self, columns: dict[str, str], timed: tuple[str, pl.Datetime] | None = None) -> pl.Expr:
         """A test on a file's rows as stored (text not yet trimmed, nor translated by a mapping) that
@@ -161,8 +165,7 @@ class Selection:
     def decided_by(self, folders: tuple[str, ...]) -> bool:
         """Whether a file whose Hive `folders` fill these columns is kept or ruled out whole by them
         (`rules_out`): the selection tests only table_id and shoe_id, and the folders give each."""
-        return not (self.rounds or self.since or self.until) and all(
-            column in folders for column, wanted in (("table_id", self.tables), ("shoe_id", self.shoes)) if wanted)
+        return not (self.rounds or self.since or self.until) and all(column in folders for column in self._by_folder)
 
     def predicate(self) -> pl.Expr:
         keep = pl.lit(True)
