@@ -280,10 +280,13 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     (tmp_path / "logs").mkdir()
     log = write(tmp_path / "logs" / "rounds.csv", f"{HEADER}\n{GOOD}\n")
     (tmp_path / "link.csv").symlink_to(log)
+    (tmp_path / "hard.csv").hardlink_to(log)
     monkeypatch.chdir(tmp_path)
-    label, files, _ = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "logs"])
+    label, files, _ = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "hard.csv",
+                                     "logs"])
     assert files == [Path("logs/rounds.csv")]
-    completed = cli("audit", "logs/rounds.csv", log, "link.csv", "--out", tmp_path / "out", "--no-contract")
+    completed = cli("audit", "logs/rounds.csv", log, "link.csv", "hard.csv", "--out", tmp_path / "out",
+                    "--no-contract")
     assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
 
 
@@ -315,6 +318,8 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
     write(rounds / "T02.csv.gz", b"\x1f\x8b not read")
     write(rounds / "_SUCCESS", "")
     write(rounds / ".T01.csv.crc", "")
+    (rounds / ".staging").mkdir()  # as a running audit's, inside its log folder
+    write(rounds / ".staging" / "000000.parquet", "")
     write(bets / "bets.csv", "bet_id,round_id,bet_type,stake,paid\nB1,R1,player,10,0\n")
     write(bets / "README", "the bets of 2026-11-04")
     earlier = tmp_path / "rounds" / "earlier"
