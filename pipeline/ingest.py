@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote
 
 import polars as pl
@@ -467,6 +468,15 @@ def csv_rows(label: Path, files: list[Path]) -> list[int]:
     return [counts[0].get(name, 0) for name in names]
 
 
+class Shape(NamedTuple):
+    """What files read together by one scan share (`_Opened.whole`): their format, the columns read as
+    stored (see `_open`), and the contract columns their Hive folders fill."""
+
+    file_format: str
+    stored: tuple[tuple[str, str], ...]
+    folders: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class _Opened:
     """One opened file: the columns it really has, its format, its rows by range, whether the
@@ -477,9 +487,8 @@ class _Opened:
     rows: Rows
     ruled_out: bool
     stored_rows: int | None  # a Parquet file's rows, from its footer; CSV files are counted together (`csv_rows`)
-    #: Files of one shape (format, the columns read and their types as stored, Hive folders that fill
-    #: a column) are read whole together by `whole` of any of them, given them all and their rows.
-    shape: tuple
+    #: Files of one shape are read whole together by `whole` of any of them, given them all and their rows.
+    shape: Shape
     whole: Callable[[list[tuple[Path, int]]], pl.LazyFrame]
 
 
@@ -539,7 +548,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
               tuple(sorted((name, str(dtype)) for name, dtype in as_found.items()
                            if renames.get(name, name) in present)))
-    shape = (file_format, stored, tuple(partitions))
+    shape = Shape(file_format, stored, tuple(partitions))
     if shape not in made:
         made[shape] = _texts(contract_name, file_format, present, dtypes, renames, mapping)
     trimmed, finished, as_stored, timed, malformed = made[shape]
@@ -704,12 +713,11 @@ def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Se
     run each: 2.1 s untested, 2.8 s tested)."""
     if not selection:
         return opened
-    shapes: dict[tuple, list[int]] = {}
+    shapes: dict[Shape, list[int]] = {}
     for i, one in enumerate(opened):
-        _, _, folders = one.shape
-        if not (one.ruled_out or selection.decided_by(folders)):
+        if not (one.ruled_out or selection.decided_by(one.shape.folders)):
             shapes.setdefault(one.shape, []).append(i)
-    groups = [group for shape, group in shapes.items() if shape[0] == "parquet" or len(group) > 1]
+    groups = [group for shape, group in shapes.items() if shape.file_format == "parquet" or len(group) > 1]
     kept: set[str] = set()
     for group in groups:
         # CSV files are counted later, those kept only (`Log.rows_per_file`): rows number source_row,

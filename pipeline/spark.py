@@ -247,13 +247,13 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
 
     files = log.files_read
     shape_of = dict(zip(log.files, (one.shape for one in log.opened)))
-    groups: dict[tuple, list[Path]] = {}
+    groups: dict[ingest.Shape, list[Path]] = {}
     for path in files:
         groups.setdefault(shape_of[path], []).append(path)
     read, placed = [], []
-    for (file_format, *_), paths in groups.items():
+    for shape, paths in groups.items():
         names = [_literal(path) for path in paths]
-        if file_format == "parquet":
+        if shape.file_format == "parquet":
             rows = _placed(spark.read.parquet(*names))
             renames = {k: v for k, v in mapping.columns.items() if k in rows.columns} if mapping is not None else {}
             read.append(rows.withColumnsRenamed(renames).withColumn("malformed", F.lit(None).cast("string")))
