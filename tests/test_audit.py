@@ -309,7 +309,8 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
                                                                              monkeypatch):
     """Files smaller than a piece are read together (a few queries per piece, not per file), larger ones
     are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside. With `plans`,
-    a piece reads at most that many files (see `ingest.PLANS`), so it is cut in more pieces."""
+    a piece reads by at most that many plans (see `ingest.PLANS`: one per format here, and one per file
+    cut), so it is cut in more pieces."""
     whole = audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     log, sizes, start = pl.read_parquet(faulted_log["parquet"]), [50, 300, 1200, 10, 7, 90], 0
     (tmp_path / "logs").mkdir()

@@ -398,8 +398,8 @@ def test_spans_cut_large_files_and_put_small_ones_together_in_order():
 @pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
 def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(faulted_log, selection, stored,
                                                                                tmp_path):
-    """A table's nightly files in Hive folders (table_id from the folder), read a run of files of one
-    shape at a time: every row keeps its file, its row in the file and its folder's values, as when
+    """A table's nightly files in Hive folders (table_id from the folder), the whole files of one shape
+    read by one scan: every row keeps its file, its row in the file and its folder's values, as when
     each file is read alone. Among them a file without rows, one of another shape (hand_no stored as a
     number; in CSV, the columns in another order), one of the other format, and in CSV a file with
     broken lines (a field too many, bytes that are not UTF-8, a blank line, no line end at its end);
@@ -433,7 +433,8 @@ def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(f
     assert alone.height > 1000 and alone["table_id"].n_unique() == (1 if selection else 3)
     if stored == "csv":  # the broken lines are read, each as itself, in a file read with others
         assert alone["malformed"].drop_nulls().str.contains("fields|UTF-8").sum() == 3  # night 4 is T02's
-    assert max(map(len, opened._runs([(i, 0, n) for i, n in enumerate(opened.rows_per_file)]))) > 1
+    plans = [opened._read_with((i, 0, n)) for i, n in enumerate(opened.rows_per_file)]
+    assert max(map(plans.count, plans)) > 1  # some whole files read by one scan
     assert opened.frame.collect().equals(alone)
     # A query a piece, as the audit reads them: polars 2.1 reads two cuts of one CSV file in one plan
     # as the same cut (in `Log.pieces` a piece never holds two cuts of one file).
@@ -462,7 +463,32 @@ def test_parquet_files_that_differ_only_in_columns_the_contract_does_not_read_ar
         alone = alone.filter(selection.predicate())
     assert alone.height >= 300
     read = opened._selected(tuple(range(len(files))))  # the files the selection does not rule out
-    assert len(read) > 1 and len(opened._runs([(i, 0, opened.rows_per_file[i]) for i in read])) == 1
+    assert len(read) > 1 and len({opened._read_with((i, 0, opened.rows_per_file[i])) for i in read}) == 1
+    assert opened.frame.collect().equals(alone)
+    assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_order(faulted_log, suffix, tmp_path,
+                                                                                      monkeypatch):
+    """Nightly files of which every other one stores a column otherwise (in Parquet hand_no as floats,
+    as pandas stores a column with gaps; in CSV, the columns in another order) are read by one scan per
+    shape, not a plan per file, and their rows come in log order: by file, then row."""
+    log = pl.read_parquet(faulted_log["parquet"])
+    files = []
+    for night in range(12):
+        rows = log.slice(night * 150, 150)
+        files.append(tmp_path / f"2026-11-{night + 1:02d}.{suffix}")
+        if suffix == "parquet":
+            (rows.with_columns(pl.col("hand_no").cast(pl.Float64)) if night % 2 else rows).write_parquet(files[-1])
+        else:
+            (rows.select(reversed(rows.columns)) if night % 2 else rows).write_csv(files[-1])
+    monkeypatch.setattr(ingest, "PLANS", 2)  # a piece of 12 files read by a plan each would be cut in 6
+    opened = ingest.scan(tmp_path, "round_log")
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect()
+    assert alone["source_file"].n_unique() == 12 and alone["hand_no"].str.contains(r"\.").not_().all()
+    pieces = list(opened.pieces(10_000))
+    assert len(pieces) == 1 and pieces[0].collect().equals(alone)
     assert opened.frame.collect().equals(alone)
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
