@@ -163,6 +163,21 @@ class Selection:
                 keep &= pl.col(name) <= as_stored(self.until + timedelta(days=1))
         return keep
 
+    def rules_out_by(self, footer: pq.FileMetaData, columns: dict[str, str]) -> bool:
+        """Whether a Parquet file's statistics show that it holds no row with a wanted table_id,
+        shoe_id or round_id: in every row group, some such column of text (`columns`, as `stored`
+        names them) holds no value that trims to one wanted (`_may_trim_to`). They come with the
+        footer read as the file is opened, and spare a query of the file (`_tested`): the 2,920
+        nightly files narrowed to one round took 0.82 to 0.88 s to test, and take 0.02 s."""
+        ids = {columns[c]: wanted for c, wanted in (("table_id", self.tables), ("shoe_id", self.shoes),
+                                                     ("round_id", self.rounds)) if wanted and c in columns}
+        leaves = footer.schema.names if ids else []
+        # A leaf of a nested column may have the name: only a column whose path is the name is tested.
+        tested = {i: ids[name] for i, name in enumerate(leaves) if name in ids and footer.schema.column(i).path == name}
+        groups = (footer.row_group(g) for g in range(footer.num_row_groups))
+        return bool(tested) and all(any(not _may_trim_to(group.column(i).statistics, wanted)
+                                        for i, wanted in tested.items()) for group in groups)
+
     def decided_by(self, folders: tuple[str, ...]) -> bool:
         """Whether a file whose Hive `folders` fill these columns is kept or ruled out whole by them
         (`rules_out`): the selection tests only table_id and shoe_id, and the folders give each."""
@@ -181,6 +196,19 @@ class Selection:
         if self.until:
             keep &= timestamp(pl.col("dealt_at")) <= self.until
         return keep
+
+
+def _may_trim_to(statistics: pq.Statistics | None, wanted: tuple[str, ...]) -> bool:
+    """Whether a row group whose column of text has these statistics (its least and greatest value)
+    may hold a value that trims to one `wanted`: such a value is a wanted one with white space around
+    it, so either it starts with the wanted value and sorts from it to below it and U+3001 (U+3000 is
+    the highest white space), or it starts with white space, ASCII (below "!") or not (from U+0085).
+    Without statistics, it may."""
+    if statistics is None or not statistics.has_min_max or not isinstance(statistics.min, str):
+        return True
+    least, greatest = statistics.min, statistics.max
+    return least < "!" or greatest >= "\u0085" or any(least < value + "\u3001" and greatest >= value
+                                                      for value in wanted)
 
 
 #: One file's rows by range: (start, count or None for the rest, narrowed) -> those rows, as `Log.frame`
@@ -523,7 +551,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
             # is a name, not a pattern that matches night1.parquet.
             dtypes = pl.scan_parquet(path, glob=False).collect_schema()
-            stored_rows = pq.read_metadata(path).num_rows
+            footer = pq.read_metadata(path)
+            stored_rows = footer.num_rows
             names = list(dtypes)
 
             def read(start: int = 0, count: int | None = None) -> pl.LazyFrame:
@@ -536,7 +565,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             # opening 2,920 nightly files took 2.4 s, against 1.1 s so).
             header = names = csv_header(path)
             dtypes = {name: pl.String for name in names}
-            stored_rows = None
+            stored_rows = footer = None
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
                 return csv_records(path, header, 1 + start, count)
@@ -632,7 +661,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         return shaped(rows, keep, at)
 
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
-    ruled_out = selection.rules_out(translated)  # by its folders; by its rows too (see `_tested`)
+    # By its folders, or by a Parquet file's statistics; by its rows too (see `_tested`).
+    ruled_out = selection.rules_out(translated) or (footer is not None and selection.rules_out_by(footer, as_stored))
     return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows,
                    shape, whole_files)
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import ASSETS
@@ -491,6 +492,38 @@ def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_o
     assert len(pieces) == 1 and pieces[0].collect().equals(alone)
     assert opened.frame.collect().equals(alone)
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
+
+
+def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_trim_to_a_wanted_one(tmp_path):
+    """A Parquet file whose every row group's least and greatest table_id leave no room for a wanted
+    one is ruled out as it is opened, unread. A table_id with white space around it (a space, a
+    no-break space, an ideographic space) trims to the wanted one and keeps its file, as does a file
+    written without statistics, and one whose second row group holds the table."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
+    t01, t03 = (log.filter(pl.col("table_id") == table).head(40) for table in ("T01", "T03"))
+    # Each among values that sort only below (T01) or only above (T03) the wanted one, or alone.
+    planted = {"spaced": (t01, " T02", 1), "no-break": (t03, "\u00a0T02", 1), "ideographic": (t01, "T02\u3000", 40)}
+    for name, (rows, table_id, count) in planted.items():
+        rows.with_row_index().with_columns(table_id=pl.when(pl.col("index") < count).then(pl.lit(table_id))
+                                           .otherwise("table_id")).drop("index").write_parquet(tmp_path / f"{name}.parquet")
+    t01.write_parquet(tmp_path / "t01.parquet")
+    t03.write_parquet(tmp_path / "t03.parquet")
+    pl.concat([t01, log.filter(pl.col("table_id") == "T02").head(1)]).write_parquet(tmp_path / "bare.parquet",
+                                                                                    statistics=False)
+    pl.concat([t01, log.filter(pl.col("table_id") == "T02").head(40)]).write_parquet(tmp_path / "groups.parquet",
+                                                                                     row_group_size=40)
+    assert pq.read_metadata(tmp_path / "groups.parquet").num_row_groups == 2
+    wanted = ingest.Selection(tables=("T02",))
+    files = sorted(tmp_path.glob("*.parquet"))
+    ruled_out = {f.stem for f in files if wanted.rules_out_by(pq.read_metadata(f), {"table_id": "table_id"})}
+    assert ruled_out == {"t01", "t03"}
+    assert not ingest.Selection(tables=("T01",)).rules_out_by(pq.read_metadata(tmp_path / "t01.parquet"),
+                                                               {"table_id": "table_id"})
+    narrowed = ingest.scan(tmp_path, "round_log", selection=wanted)
+    assert {f.stem for f in narrowed.files_read} == {f.stem for f in files} - ruled_out
+    kept = narrowed.frame.collect()
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(wanted.predicate())
+    assert kept.equals(alone) and kept.height == 1 + 1 + 40 + 1 + 40 and set(kept["table_id"]) == {"T02"}
 
 
 def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
