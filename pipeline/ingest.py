@@ -739,8 +739,9 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     under its header, is an InputError naming the file. One file among others may have none (a table
     closed for the night): it is an input with 0 rows. Other columns are ignored. A selection narrows
     the rows before anything is read, and rules out a file it keeps no row of: by the file's Hive
-    folders (table_id, shoe_id), or by a read of the few columns it tests (see `_tested`), in which
-    Parquet files of nights before `since` are skipped by their statistics (see `Selection.stored`).
+    folders (table_id, shoe_id), by a Parquet file's statistics of its ids (`Selection.rules_out_by`),
+    or by a read of the few columns it tests (see `_tested`), in which Parquet files of nights before
+    `since` are skipped by their statistics (see `Selection.stored`).
     """
     label, files, unread = expand(inputs)
     made: dict[tuple, tuple] = {}
@@ -754,14 +755,14 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
 
 
 def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Selection) -> list[_Opened]:
-    """`opened` with each file that its folders do not rule out ruled out when none of its rows passes
-    the selection: the files of one shape by one query, which reads the few columns the selection
-    tests (a query per file took 15 s for a year of 2,920 nightly files). A file is not tested when
-    its folders decide the selection for every row (`Selection.decided_by`), nor a CSV file alone in
-    its shape: the test parses a CSV file whole, as its staging does, so it pays only where it rules
-    files out (a year of nightly CSV files narrowed to a table from a day: 6.7 to 7.2 s untested, 4.3
-    to 4.8 s tested), and a lone file it would only read twice (1M rounds narrowed to a table, one
-    run each: 2.1 s untested, 2.8 s tested)."""
+    """`opened` with each file not yet ruled out (by its folders or statistics) ruled out when none of
+    its rows passes the selection: the files of one shape by one query, which reads the few columns
+    the selection tests (a query per file took 15 s for a year of 2,920 nightly files). A file is not
+    tested when its folders decide the selection for every row (`Selection.decided_by`), nor a CSV
+    file alone in its shape: the test parses a CSV file whole, as its staging does, so it pays only
+    where it rules files out (a year of nightly CSV files narrowed to a table from a day: 6.7 to 7.2 s
+    untested, 4.3 to 4.8 s tested), and a lone file it would only read twice (1M rounds narrowed to a
+    table, one run each: 2.1 s untested, 2.8 s tested)."""
     if not selection:
         return opened
     shapes: dict[Shape, list[int]] = {}
