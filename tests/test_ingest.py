@@ -4,7 +4,7 @@ reasons while the rest is audited. Never a traceback; the counts always add up."
 import json
 import subprocess
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -524,6 +524,31 @@ def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_tri
     kept = narrowed.frame.collect()
     alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(wanted.predicate())
     assert kept.equals(alone) and kept.height == 1 + 1 + 40 + 1 + 40 and set(kept["table_id"]) == {"T02"}
+
+
+def test_parquet_statistics_rule_out_a_night_only_when_none_of_its_dealt_at_can_fall_in_the_window(tmp_path):
+    """Under --since and --until, a Parquet file whose every row group's least and greatest dealt_at
+    text leave no room for a time the window keeps is ruled out as it is opened: all of it before the
+    day before the window, or all of it starting with one date written in full after the day after.
+    A file whose texts could hold one (a space before a date, a date written short, dates that do not
+    share a day) is kept for the query, which keeps the rows in the window."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False).head(20)
+    nights = {"before": ["2026-10-30T20:00:00Z"], "after": ["2026-11-05T10:00:00Z", "2026-11-05T23:59:00Z"],
+              "spaced": ["2026-10-30T20:00:00Z", " 2026-10-30T21:00:00Z"],
+              "short": ["2026-11-05T10:00:00Z", "2026-11-3T10:00:00Z"],  # the least and greatest, Nov 5 and 3
+              "midnight": ["2026-11-04T23:00:00Z", "2026-11-05T01:00:00Z"], "within": ["2026-11-03T12:00:00Z"]}
+    for name, times in nights.items():
+        log.with_columns(dealt_at=pl.Series([times[i % len(times)] for i in range(log.height)])).write_parquet(
+            tmp_path / f"{name}.parquet")
+    window = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
+    files = sorted(tmp_path.glob("*.parquet"))
+    ruled_out = {f.stem for f in files if window.rules_out_by(pq.read_metadata(f), {"dealt_at": "dealt_at"})}
+    assert ruled_out == {"before", "after"}
+    narrowed = ingest.scan(tmp_path, "round_log", selection=window)
+    assert {f.stem for f in narrowed.files_read} == {"short", "within"}
+    kept = narrowed.frame.collect()
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(window.predicate())
+    assert kept.equals(alone) and kept.height == 10 + 20
 
 
 def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
