@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property, partial, reduce
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import polars as pl
@@ -173,12 +173,12 @@ class Selection:
                 keep &= pl.col(name) <= as_stored(self.until + timedelta(days=1))
         return keep
 
-    def rules_out_by(self, footer: pq.FileMetaData, columns: dict[str, str]) -> bool:
+    def rules_out_by(self, footer: pq.FileMetaData, columns: dict[str, str], timed: str | None = None) -> bool:
         """Whether a Parquet file's statistics show that it holds no row the selection keeps: in every
-        row group, the least and greatest value of some column of text the selection tests
-        (`columns`, as `stored` names them) leave no room for one it keeps: a table_id, shoe_id or
-        round_id that trims to a wanted one (`_may_trim_to`), or a dealt_at that passes `stored`'s
-        test of the window (`_may_fall_within`; a dealt_at stored as a timestamp is left to the query).
+        row group, the least and greatest value of some column the selection tests (as `stored` names
+        them: `columns` of text, `timed` a dealt_at stored as a timestamp) leave no room for one it
+        keeps: a table_id, shoe_id or round_id that trims to a wanted one (`_may_trim_to`), or a
+        dealt_at that passes `stored`'s test of the window (`_may_fall_within`, `_may_be_within`).
         They come with the footer read as the file is opened, and spare a query of the file
         (`_tested`): the 2,920 nightly files narrowed to one round took 0.82 to 0.88 s to test, and
         take 0.02 s."""
@@ -186,6 +186,8 @@ class Selection:
         tests = {columns[c]: partial(_may_trim_to, wanted=wanted) for c, wanted in ids if wanted and c in columns}
         if (self.since or self.until) and "dealt_at" in columns:
             tests[columns["dealt_at"]] = self._may_fall_within
+        if (self.since or self.until) and timed is not None:
+            tests[timed] = self._may_be_within
         leaves = footer.schema.names if tests else []
         # A leaf of a nested column may have the name: only a column whose path is the name is tested.
         at = {i: tests[name] for i, name in enumerate(leaves) if name in tests and footer.schema.column(i).path == name}
@@ -203,6 +205,14 @@ class Selection:
             return False
         date = least[:10]
         return not (self.until and greatest[:10] == date and date > self._day_after and re.match(PADDED_DATE, date))
+
+    def _may_be_within(self, least: int, greatest: int) -> bool:
+        """Whether a row group of dealt_at timestamps from `least` to `greatest` (`_least_and_greatest`)
+        may hold one that passes `stored`'s test of the window: none more than a day outside it."""
+        def micros(moment: datetime) -> int:
+            return (moment.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        return not ((self.since and greatest < micros(self.since - timedelta(days=1)))
+                    or (self.until and least > micros(self.until + timedelta(days=1))))
 
     def decided_by(self, folders: tuple[str, ...]) -> bool:
         """Whether a file whose Hive `folders` fill these columns is kept or ruled out whole by them
@@ -224,12 +234,32 @@ class Selection:
         return keep
 
 
-def _may_hold(statistics: pq.Statistics | None, test: Callable[[str, str], bool]) -> bool:
-    """`test` of a row group's least and greatest text in a column, from its statistics; without them
-    (or for a column of bytes), the row group may hold anything."""
-    if statistics is None or not statistics.has_min_max or not isinstance(statistics.min, str):
-        return True
-    return test(statistics.min, statistics.max)
+def _may_hold(statistics: pq.Statistics | None, test: Callable[[Any, Any], bool]) -> bool:
+    """`test` of a row group's least and greatest value in a column (`_least_and_greatest`); without
+    them, the row group may hold anything."""
+    found = _least_and_greatest(statistics)
+    return found is None or test(*found)
+
+
+#: Microseconds per tick of a Parquet timestamp, as a fraction.
+_MICROS = {"milliseconds": (1000, 1), "microseconds": (1, 1), "nanoseconds": (1, 1000)}
+
+
+def _least_and_greatest(statistics: pq.Statistics | None) -> tuple[str, str] | tuple[int, int] | None:
+    """A row group's least and greatest value in a column, from its statistics: text as text; a
+    timestamp as microseconds from 1970 (in UTC, or as written when it has no zone, as the audit reads
+    it), widened to whole microseconds; None without them, or for any other column."""
+    if statistics is None or not statistics.has_min_max:
+        return None
+    if isinstance(statistics.min, str):
+        return statistics.min, statistics.max
+    kind = json.loads(statistics.logical_type.to_json()) if statistics.logical_type is not None else {}
+    least, greatest = statistics.min_raw, statistics.max_raw
+    if kind.get("Type") != "Timestamp" or kind.get("timeUnit") not in _MICROS or not (
+            isinstance(least, int) and isinstance(greatest, int)):
+        return None
+    times, per = _MICROS[kind["timeUnit"]]
+    return least * times // per, -(-greatest * times // per)
 
 
 def _may_trim_to(least: str, greatest: str, wanted: tuple[str, ...]) -> bool:
@@ -696,7 +726,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
 
     translated = {c: mapping.values.get(c, {}).get(v, v) if mapping else v for c, v in partitions.items()}
     # By its folders, or by a Parquet file's statistics; by its rows too (see `_tested`).
-    ruled_out = selection.rules_out(translated) or (footer is not None and selection.rules_out_by(footer, as_stored))
+    ruled_out = selection.rules_out(translated) or (
+        footer is not None and selection.rules_out_by(footer, as_stored, timed and timed[0]))
     return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows,
                    shape, whole_files)
 

@@ -551,6 +551,34 @@ def test_parquet_statistics_rule_out_a_night_only_when_none_of_its_dealt_at_can_
     assert kept.equals(alone) and kept.height == 10 + 20
 
 
+def test_parquet_statistics_rule_out_a_night_of_timestamps_only_when_all_are_a_day_outside_the_window(tmp_path):
+    """A dealt_at stored as a timestamp (milliseconds without a zone, read as UTC; microseconds in UTC;
+    nanoseconds in Paris) rules out a file by its statistics when all of it is more than a day outside
+    the window, as `Selection.stored` tests a row; a file a day before or after it to the microsecond,
+    or one reaching into it, is kept for the query."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False).head(20)
+    nights = {"before": ([datetime(2026, 10, 30, 20)], pl.Datetime("ms")),
+              "after": ([datetime(2026, 11, 5, 10), datetime(2026, 11, 5, 11)], pl.Datetime("us", "UTC")),
+              "a-day-before": ([datetime(2026, 11, 1, 12), datetime(2026, 11, 2)], pl.Datetime("us", "UTC")),
+              "a-day-after": ([datetime(2026, 11, 4, 23, 59), datetime(2026, 11, 6)], pl.Datetime("ms")),
+              "reaching": ([datetime(2026, 10, 30), datetime(2026, 11, 3, 1)], pl.Datetime("ms")),
+              "within": ([datetime(2026, 11, 3, 12)], pl.Datetime("ns", "Europe/Paris"))}
+    for name, (times, dtype) in nights.items():
+        utc = pl.Series([times[i % len(times)] for i in range(log.height)])
+        dealt_at = utc.dt.replace_time_zone("UTC").dt.convert_time_zone(dtype.time_zone) if dtype.time_zone else utc
+        log.with_columns(dealt_at=dealt_at.cast(dtype)).write_parquet(tmp_path / f"{name}.parquet")
+        assert pl.read_parquet_schema(tmp_path / f"{name}.parquet")["dealt_at"] == dtype
+    window = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
+    files = sorted(tmp_path.glob("*.parquet"))
+    ruled_out = {f.stem for f in files if window.rules_out_by(pq.read_metadata(f), {}, "dealt_at")}
+    assert ruled_out == {"before", "after"}
+    narrowed = ingest.scan(tmp_path, "round_log", selection=window)
+    assert {f.stem for f in narrowed.files_read} == {"reaching", "within"}
+    kept = narrowed.frame.collect()
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(window.predicate())
+    assert kept.equals(alone) and kept.height == 10 + 20
+
+
 def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
     """Hive and Spark write a partition value's `:`, `/`, `%` and the like as %XX (`table_id=VIP%3A1` for
     VIP:1): the column holds the value, and a narrowing by it finds its folder. A `%` that escapes
