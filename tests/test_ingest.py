@@ -497,6 +497,22 @@ def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_o
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
 
+def narrowed_by_statistics(folder: Path, selection: ingest.Selection, columns: dict[str, str],
+                           timed: str | None = None) -> tuple[set[str], set[str], pl.DataFrame]:
+    """The Parquet files in `folder` whose statistics rule them out (by name), those a narrowed scan of
+    the folder reads, and the rows it keeps, held equal to those the narrowing keeps of each file alone."""
+    files = sorted(folder.glob("*.parquet"))
+    ruled_out = {f.stem for f in files if selection.rules_out_by(pq.read_metadata(f), columns, timed)}
+    narrowed = ingest.scan(folder, "round_log", selection=selection)
+    kept = narrowed.frame.collect()
+    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(selection.predicate())
+    assert kept.equals(alone)
+    return ruled_out, {f.stem for f in narrowed.files_read}, kept
+
+
+WINDOW = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
+
+
 def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_trim_to_a_wanted_one(tmp_path):
     """A Parquet file whose every row group's least and greatest table_id leave no room for a wanted
     one is ruled out as it is opened, unread. A table_id with white space around it (a space, a
@@ -516,17 +532,12 @@ def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_tri
     pl.concat([t01, log.filter(pl.col("table_id") == "T02").head(40)]).write_parquet(tmp_path / "groups.parquet",
                                                                                      row_group_size=40)
     assert pq.read_metadata(tmp_path / "groups.parquet").num_row_groups == 2
-    wanted = ingest.Selection(tables=("T02",))
-    files = sorted(tmp_path.glob("*.parquet"))
-    ruled_out = {f.stem for f in files if wanted.rules_out_by(pq.read_metadata(f), {"table_id": "table_id"})}
-    assert ruled_out == {"t01", "t03"}
+    ruled_out, read, kept = narrowed_by_statistics(tmp_path, ingest.Selection(tables=("T02",)),
+                                                   {"table_id": "table_id"})
+    assert ruled_out == {"t01", "t03"} and read == {"spaced", "no-break", "ideographic", "bare", "groups"}
+    assert kept.height == 1 + 1 + 40 + 1 + 40 and set(kept["table_id"]) == {"T02"}
     assert not ingest.Selection(tables=("T01",)).rules_out_by(pq.read_metadata(tmp_path / "t01.parquet"),
                                                                {"table_id": "table_id"})
-    narrowed = ingest.scan(tmp_path, "round_log", selection=wanted)
-    assert {f.stem for f in narrowed.files_read} == {f.stem for f in files} - ruled_out
-    kept = narrowed.frame.collect()
-    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(wanted.predicate())
-    assert kept.equals(alone) and kept.height == 1 + 1 + 40 + 1 + 40 and set(kept["table_id"]) == {"T02"}
 
 
 def test_parquet_statistics_rule_out_a_night_only_when_none_of_its_dealt_at_can_fall_in_the_window(tmp_path):
@@ -543,15 +554,8 @@ def test_parquet_statistics_rule_out_a_night_only_when_none_of_its_dealt_at_can_
     for name, times in nights.items():
         log.with_columns(dealt_at=pl.Series([times[i % len(times)] for i in range(log.height)])).write_parquet(
             tmp_path / f"{name}.parquet")
-    window = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
-    files = sorted(tmp_path.glob("*.parquet"))
-    ruled_out = {f.stem for f in files if window.rules_out_by(pq.read_metadata(f), {"dealt_at": "dealt_at"})}
-    assert ruled_out == {"before", "after"}
-    narrowed = ingest.scan(tmp_path, "round_log", selection=window)
-    assert {f.stem for f in narrowed.files_read} == {"short", "within"}
-    kept = narrowed.frame.collect()
-    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(window.predicate())
-    assert kept.equals(alone) and kept.height == 10 + 20
+    ruled_out, read, kept = narrowed_by_statistics(tmp_path, WINDOW, {"dealt_at": "dealt_at"})
+    assert ruled_out == {"before", "after"} and read == {"short", "within"} and kept.height == 10 + 20
 
 
 def test_parquet_statistics_rule_out_a_night_of_timestamps_only_when_all_are_a_day_outside_the_window(tmp_path):
@@ -571,15 +575,8 @@ def test_parquet_statistics_rule_out_a_night_of_timestamps_only_when_all_are_a_d
         dealt_at = utc.dt.replace_time_zone("UTC").dt.convert_time_zone(dtype.time_zone) if dtype.time_zone else utc
         log.with_columns(dealt_at=dealt_at.cast(dtype)).write_parquet(tmp_path / f"{name}.parquet")
         assert pl.read_parquet_schema(tmp_path / f"{name}.parquet")["dealt_at"] == dtype
-    window = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
-    files = sorted(tmp_path.glob("*.parquet"))
-    ruled_out = {f.stem for f in files if window.rules_out_by(pq.read_metadata(f), {}, "dealt_at")}
-    assert ruled_out == {"before", "after"}
-    narrowed = ingest.scan(tmp_path, "round_log", selection=window)
-    assert {f.stem for f in narrowed.files_read} == {"reaching", "within"}
-    kept = narrowed.frame.collect()
-    alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(window.predicate())
-    assert kept.equals(alone) and kept.height == 10 + 20
+    ruled_out, read, kept = narrowed_by_statistics(tmp_path, WINDOW, {}, "dealt_at")
+    assert ruled_out == {"before", "after"} and read == {"reaching", "within"} and kept.height == 10 + 20
 
 
 def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
