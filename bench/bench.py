@@ -25,11 +25,12 @@ import polars as pl
 
 from pipeline import audit, coup, generate, ingest, integrity
 from pipeline.checks import PER_ROUND
+from pipeline.selection import Selection
 
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
 #: An investigator's question: one table on one night (of the nine nights the generated rounds span).
 #: The first table: a log is its base cut to size, table after table, so a small one holds only T01.
-ONE_NIGHT = ingest.Selection(tables=("T01",), since=datetime(2026, 11, 4, tzinfo=UTC),
+ONE_NIGHT = Selection(tables=("T01",), since=datetime(2026, 11, 4, tzinfo=UTC),
                              until=datetime(2026, 11, 4, 23, 59, 59, tzinfo=UTC))
 
 

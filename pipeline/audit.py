@@ -31,6 +31,8 @@ from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
 from pipeline.findings import id_key, in_log_order, repeated_keys, round_findings
 from pipeline.replay import replay
+from pipeline.selection import Selection
+from pipeline.timestamps import with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS
@@ -49,7 +51,7 @@ def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
     the default profile filled in, replayed, with `id_key` (for duplicates) and `dealt_utc`."""
     parsed = ingest.parse_rounds(rows).with_columns(pl.col("profile").fill_null(profile))
     keyed = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
-    return ingest.with_timestamp(keyed, "dealt_at", "dealt_utc")
+    return with_timestamp(keyed, "dealt_at", "dealt_utc")
 
 
 def sha256(path: Path) -> str:
@@ -84,7 +86,7 @@ class Options:
     validate: bool = True  # run the Great Expectations suites and write their Data Docs
     window: contract.Window = contract.Window()
     fairness_threshold: float = fairness.DEFAULT_THRESHOLD
-    selection: ingest.Selection = ingest.Selection()
+    selection: Selection = Selection()
     # Told each phase as it starts, and how many of its pieces are done (for the progress display).
     on_phase: Callable[..., None] = lambda phase, done=None, total=None: None
     across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
@@ -189,7 +191,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     return settlement.bet_totals(pl.concat(counts))
 
 
-def bets_in_scope(bet_log: ingest.Log, selection: ingest.Selection, staging: Path) -> list[pl.LazyFrame]:
+def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path) -> list[pl.LazyFrame]:
     """The bet log in pieces (counted from Parquet metadata or CSV line ends). Under a narrowing of the
     round log, only the bets of the rounds it keeps, quarantined ones included: the others are outside
     the question asked, not bets of rounds missing from the log (which they would be reported as)."""

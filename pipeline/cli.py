@@ -22,6 +22,7 @@ from pipeline import contract, fairness, ingest, profiles, progress, settlement
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, first_line
+from pipeline.selection import Selection
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -127,7 +128,7 @@ def audit(
                 bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
                 validate=contract_check, window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase,
-                selection=ingest.Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
+                selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
                 rounds, out, options, spark_master)
         except InputError as error:

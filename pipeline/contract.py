@@ -26,6 +26,7 @@ import polars as pl
 from pipeline import ingest, parts
 from pipeline.preload import preload as preloading
 from pipeline.settlement import amount_e4
+from pipeline.timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}
@@ -77,7 +78,7 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
         elif kinds[c] == "amount":
             column = amount_e4(column)
         elif kinds[c] == "timestamp":
-            frame = ingest.with_timestamp(frame, c, f"{c}_utc")
+            frame = with_timestamp(frame, c, f"{c}_utc")
             # An unreadable time is -1 (before 1970), so that "readable" is a range check too.
             column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(-1).otherwise(
                 pl.col(f"{c}_utc").dt.epoch("s"))

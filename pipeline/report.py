@@ -17,6 +17,7 @@ import polars as pl
 from pipeline import charts, fairness, integrity, settlement, stored
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError
+from pipeline.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
             | {"SETTLEMENT": settlement.MEANING, "TABLE_STATS": fairness.MEANING})
@@ -59,8 +60,6 @@ def _chart(svg: str) -> str:
 
 
 def _over_time(findings: pl.LazyFrame) -> str:
-    from pipeline.ingest import timestamp
-
     dated = findings.select(at=timestamp(pl.col("dealt_at"))).drop_nulls()
     first, last = dated.select(first=pl.col("at").min(), last=pl.col("at").max()).collect().row(0)
     if first is None:

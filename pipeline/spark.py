@@ -43,6 +43,7 @@ from pipeline import contract, evidence, fairness, ingest, integrity, profiles, 
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError, first_line
 from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
+from pipeline.selection import Selection
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition (of whole shoes, or of round_ids for settlement)
@@ -389,7 +390,7 @@ def _csv(lines, path: Path, contract_name: str, mapping: ingest.Mapping | None):
     return lines.select(F.col("value").cast("binary").alias("line"), *placed).mapInArrow(task, _ddl(schema))
 
 
-def _selected(text, selection: ingest.Selection):
+def _selected(text, selection: Selection):
     """The rows a selection keeps, decided in each task by the polars engine's own predicate (the same
     reading of dealt_at)."""
     if not selection:

@@ -17,6 +17,7 @@ from pipeline import audit, generate, ingest, parts
 from pipeline.checks import PER_ROUND
 from pipeline.findings import in_log_order
 from pipeline.errors import InputError
+from pipeline.selection import Selection
 
 QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
 
@@ -146,7 +147,7 @@ def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
     """--table on Hive folders: the other tables' files are not read at all, and the audit is the one
     of that table's files alone; a table no folder names leaves one empty piece to audit."""
     _hive_folders(tmp_path)
-    wanted = ingest.Selection(tables=("T02",))
+    wanted = Selection(tables=("T02",))
     log = ingest.scan(tmp_path / "logs", "round_log", selection=wanted)
     read = set(pl.concat([piece.select("source_file").collect() for piece in log.pieces(1_000)])["source_file"])
     folder = tmp_path / "logs" / "table_id=T02" / "date=2026-11-01"
@@ -157,7 +158,7 @@ def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
     assert narrowed.summary["rows_read"] == alone.summary["rows_read"] > 0
     assert narrowed.summary["findings"] == alone.summary["findings"]
     assert [i["rows"] for i in narrowed.summary["inputs"]] == [0, 0, *(i["rows"] for i in alone.summary["inputs"])]
-    nothing = ingest.scan(tmp_path / "logs", "round_log", selection=ingest.Selection(tables=("T09",)))
+    nothing = ingest.scan(tmp_path / "logs", "round_log", selection=Selection(tables=("T09",)))
     assert [piece.collect().height for piece in nothing.pieces(1_000)] == [0]
 
 
@@ -186,7 +187,7 @@ def test_a_time_window_reads_only_the_files_that_hold_rounds_in_it(tmp_path):
     are, and the audit is that of the same files as CSV, each of which is parsed once to be tested
     (Parquet files: the few columns tested) and only those kept are read again and counted."""
     files = _nights(tmp_path)
-    third = ingest.Selection(since=datetime(2026, 10, 3, tzinfo=UTC), until=datetime(2026, 10, 3, 23, 59, 59, tzinfo=UTC))
+    third = Selection(since=datetime(2026, 10, 3, tzinfo=UTC), until=datetime(2026, 10, 3, 23, 59, 59, tzinfo=UTC))
     log = ingest.scan(tmp_path / "nights", "round_log", selection=third)
     assert log.files_read == (files[0], files[2], files[4])
     assert [rows > 0 for rows in log.rows_per_file] == [True, False, True, False, True]
@@ -211,7 +212,7 @@ def test_a_selection_reads_mapped_parquet_files_as_it_reads_the_mapped_csv(tmp_p
     (tmp_path / "logs").mkdir()
     provider.head(100).write_parquet(tmp_path / "logs" / "a.parquet")  # dealt 18:00 to 19:22
     provider.slice(100).write_parquet(tmp_path / "logs" / "b.parquet")
-    evening = ingest.Selection(tables=("T01",), since=datetime(2026, 11, 1, 20, tzinfo=UTC))
+    evening = Selection(tables=("T01",), since=datetime(2026, 11, 1, 20, tzinfo=UTC))
     options = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"), selection=evening)
     assert ingest.scan(tmp_path / "logs", "round_log", options.mapping, evening).ruled_out == (True, False)
     parquet = audit.audit(tmp_path / "logs", tmp_path / "parquet", options)
@@ -226,7 +227,7 @@ def test_a_selection_reads_mapped_parquet_files_as_it_reads_the_mapped_csv(tmp_p
 def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
     data = ASSETS.parent.parent / "data"
     narrowed = audit.audit(str(data / "round*.parquet"), tmp_path, audit.Options(
-        validate=False, selection=ingest.Selection(tables=("T02",), until=datetime(2026, 11, 1, 20, tzinfo=UTC))))
+        validate=False, selection=Selection(tables=("T02",), until=datetime(2026, 11, 1, 20, tzinfo=UTC))))
     expected = pl.read_parquet(data / "rounds.parquet").filter(
         (pl.col("table_id") == "T02") & (pl.col("dealt_at") <= "2026-11-01T20:00:00Z")).height
     assert narrowed.summary["rows_read"] == expected > 0
@@ -252,7 +253,7 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
     """A narrowed Parquet piece is cut by row number in its filter, not by a slice: where the cuts fall
     must change nothing, and the rows kept are those the narrowing keeps."""
     table = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").is_not_null())["table_id"][0]
-    narrowed = audit.Options(validate=False, selection=ingest.Selection(tables=(table,)))
+    narrowed = audit.Options(validate=False, selection=Selection(tables=(table,)))
     whole = audit.audit(faulted_log[file_format], tmp_path / "whole", narrowed)
     monkeypatch.setattr(audit, "PIECE_ROWS", 777)
     cut = audit.audit(faulted_log[file_format], tmp_path / "cut", narrowed)
@@ -353,7 +354,7 @@ def test_a_selection_that_matches_nothing_stops_the_run_rather_than_pass_as_clea
     data = ASSETS.parent.parent / "data"
     with pytest.raises(InputError, match=r"rounds\.csv: no row is in the selection \(--table NO-SUCH-TABLE\)"):
         audit.audit(data / "rounds.csv", tmp_path, audit.Options(
-            validate=False, selection=ingest.Selection(tables=("NO-SUCH-TABLE",))))
+            validate=False, selection=Selection(tables=("NO-SUCH-TABLE",))))
     assert list(tmp_path.iterdir()) == []  # no outputs, and the staging folder removed
 
 
@@ -373,7 +374,7 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
     data = ASSETS.parent.parent / "data"
     whole = audit.audit(data / "rounds.csv", tmp_path / "whole", audit.Options(bets=data / "bets.csv"))
     narrowed = audit.audit(data / "rounds.csv", tmp_path / "t01", audit.Options(
-        bets=data / "bets.csv", selection=ingest.Selection(tables=("T01",))))
+        bets=data / "bets.csv", selection=Selection(tables=("T01",))))
     of_t01 = pl.col("round_id").str.starts_with("T01-")
     bets = pl.read_csv(data / "bets.csv", infer_schema=False)
     assert narrowed.summary["bets_read"] == bets.filter(of_t01).height < whole.summary["bets_read"]

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from conftest import ASSETS
 from pipeline import audit, bets, cards, contract, ingest
 from pipeline.cli import app
+from pipeline.timestamps import timestamp
 
 runner = CliRunner()
 DATA = ASSETS.parent.parent / "data"
@@ -60,7 +61,7 @@ def test_validate_checks_the_window_alone(tmp_path):
     outside = runner.invoke(app, [str(a) for a in args])
     assert outside.exit_code == 1
     window = _by_column(json.loads(outside.output))["column_values_to_be_between", "dealt_at"]
-    dealt = pl.read_csv(DATA / "rounds.csv").select(ingest.timestamp(pl.col("dealt_at")).alias("t"))
+    dealt = pl.read_csv(DATA / "rounds.csv").select(timestamp(pl.col("dealt_at")).alias("t"))
     late = dealt.filter(pl.col("t") > pl.datetime(2026, 11, 1, 19, time_zone="UTC")).height
     assert window["unexpected_count"] == late > 0
     inside = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(tmp_path / "docs")])

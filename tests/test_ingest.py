@@ -13,6 +13,8 @@ import pytest
 
 from conftest import ASSETS
 from pipeline import ingest
+from pipeline.selection import Selection
+from pipeline.timestamps import timestamp, with_timestamp
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
 GOOD = "R1,KS,9H,5D,QC,,,5"
@@ -166,7 +168,7 @@ def test_timestamps_are_read_as_iso_text_in_utc():
     assert text["naive"].to_list() == ["2026-11-01T18:00:00", "2026-11-01T18:00:00.250000", None]
     for column in ("utc", "malta", "ms"):
         assert text[column].to_list() == ["2026-11-01T18:00:00Z", "2026-11-01T18:00:00.250000Z", None], column
-    assert text.select(ingest.timestamp(pl.col("utc")))["utc"].to_list() == frame["utc"].to_list()
+    assert text.select(timestamp(pl.col("utc")))["utc"].to_list() == frame["utc"].to_list()
 
 
 def test_a_parquet_log_of_floats_audits_as_its_whole_numbers(tmp_path):
@@ -209,8 +211,6 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
 def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     from datetime import UTC, datetime
 
-    from pipeline import ingest
-
     spellings = {
         "2026-11-01T18:00:00Z": datetime(2026, 11, 1, 18, tzinfo=UTC),
         "2026-11-01 18:00:00": datetime(2026, 11, 1, 18, tzinfo=UTC),
@@ -222,10 +222,10 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
         "yesterday": None,
     }
     frame = pl.DataFrame({"t": [*spellings, None]})
-    read = frame.select(ingest.timestamp(pl.col("t")))["t"].to_list()
+    read = frame.select(timestamp(pl.col("t")))["t"].to_list()
     assert read == [*spellings.values(), None]
     # The staged rounds take dealt_utc from the same parse in steps: it reads every spelling alike.
-    assert ingest.with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
+    assert with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
 
 
 def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
@@ -235,8 +235,6 @@ def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
     and its test of dealt_at alone must still rule out days outside the window."""
     import itertools
     from datetime import UTC, datetime, timedelta
-
-    from pipeline import ingest
 
     days = [datetime(2025, 12, 20, tzinfo=UTC) + timedelta(days=d) for d in range(50)]  # across a new year
     forms = ["{Y}-{m:02}-{d:02}T{t}Z", "{Y}-{m:02}-{d:02} {t}", "{Y}-{m:02}-{d:02}T{t}.5+23:59",
@@ -248,11 +246,11 @@ def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
     tables = [" T01", "T01 ", "T02", "\u00a0T10\t", "T1"] * (len(texts) // 5)
     stored = pl.DataFrame({"dealt_at": texts[:len(tables)], "table_id": tables})
     trimmed = stored.select(pl.all().str.strip_chars())  # what the log frame holds
-    assert trimmed.select(ingest.timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
+    assert trimmed.select(timestamp(pl.col("dealt_at")).null_count()).item() == 0  # every spelling is read
     ruled_out = {"since": False, "until": False}
     for moment in [day + timedelta(hours=h) for day in days for h in (0, 13)]:
         for wanted, side in itertools.product(((), ("T01",), ("T10", "T02")), ("since", "until")):
-            selection = ingest.Selection(tables=wanted, **{side: moment})
+            selection = Selection(tables=wanted, **{side: moment})
             kept = trimmed.select(selection.predicate())
             passes = stored.select(selection.stored({"dealt_at": "dealt_at", "table_id": "table_id"}))
             tested = pl.DataFrame({"kept": kept.to_series(), "passes": passes.to_series()})
@@ -355,7 +353,7 @@ def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, z
     typed.with_columns(dealt_at=pl.col("dealt_at").dt.replace_time_zone("UTC") if zone is None else
                        pl.col("dealt_at").dt.convert_time_zone("UTC")).with_columns(
         dealt_at=pl.col("dealt_at").dt.to_string("%Y-%m-%dT%H:%M:%SZ")).write_parquet(tmp_path / "text.parquet")
-    window = ingest.Selection(since=datetime(2026, 11, 4, 18, 20, tzinfo=UTC),
+    window = Selection(since=datetime(2026, 11, 4, 18, 20, tzinfo=UTC),
                               until=datetime(2026, 11, 6, 20, 0, tzinfo=UTC))
     results = {name: audit.audit(tmp_path / f"{name}.parquet", tmp_path / name,
                                  audit.Options(validate=False, selection=window)) for name in ("typed", "text")}
@@ -396,7 +394,7 @@ def test_spans_cut_large_files_and_put_small_ones_together_in_order():
 
 
 @pytest.mark.parametrize("stored", ["parquet", "csv"])
-@pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
+@pytest.mark.parametrize("selection", [Selection(), Selection(tables=("T02",))])
 def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(faulted_log, selection, stored,
                                                                                tmp_path):
     """A table's nightly files in Hive folders (table_id from the folder), the whole files of one shape
@@ -442,7 +440,7 @@ def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(f
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
 
-@pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
+@pytest.mark.parametrize("selection", [Selection(), Selection(tables=("T02",))])
 def test_parquet_files_that_differ_only_in_columns_the_contract_does_not_read_are_read_together(
         faulted_log, selection, tmp_path):
     """Nightly Parquet files of which every other one has a column of its own (a note), and one has
@@ -469,7 +467,7 @@ def test_parquet_files_that_differ_only_in_columns_the_contract_does_not_read_ar
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
 
-@pytest.mark.parametrize("selection", [ingest.Selection(), ingest.Selection(tables=("T02",))])
+@pytest.mark.parametrize("selection", [Selection(), Selection(tables=("T02",))])
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_order(faulted_log, suffix, selection,
                                                                                       tmp_path, monkeypatch):
@@ -497,7 +495,7 @@ def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_o
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)
 
 
-def narrowed_by_statistics(folder: Path, selection: ingest.Selection, columns: dict[str, str],
+def narrowed_by_statistics(folder: Path, selection: Selection, columns: dict[str, str],
                            timed: str | None = None) -> tuple[set[str], set[str], pl.DataFrame]:
     """The Parquet files in `folder` whose statistics rule them out (by name), those a narrowed scan of
     the folder reads, and the rows it keeps, held equal to those the narrowing keeps of each file alone."""
@@ -510,7 +508,7 @@ def narrowed_by_statistics(folder: Path, selection: ingest.Selection, columns: d
     return ruled_out, {f.stem for f in narrowed.files_read}, kept
 
 
-WINDOW = ingest.Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
+WINDOW = Selection(since=datetime(2026, 11, 3, tzinfo=UTC), until=datetime(2026, 11, 3, 23, 59, tzinfo=UTC))
 
 
 def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_trim_to_a_wanted_one(tmp_path):
@@ -532,11 +530,11 @@ def test_parquet_statistics_rule_out_a_file_only_when_none_of_its_values_can_tri
     pl.concat([t01, log.filter(pl.col("table_id") == "T02").head(40)]).write_parquet(tmp_path / "groups.parquet",
                                                                                      row_group_size=40)
     assert pq.read_metadata(tmp_path / "groups.parquet").num_row_groups == 2
-    ruled_out, read, kept = narrowed_by_statistics(tmp_path, ingest.Selection(tables=("T02",)),
+    ruled_out, read, kept = narrowed_by_statistics(tmp_path, Selection(tables=("T02",)),
                                                    {"table_id": "table_id"})
     assert ruled_out == {"t01", "t03"} and read == {"spaced", "no-break", "ideographic", "bare", "groups"}
     assert kept.height == 1 + 1 + 40 + 1 + 40 and set(kept["table_id"]) == {"T02"}
-    assert not ingest.Selection(tables=("T01",)).rules_out_by(pq.read_metadata(tmp_path / "t01.parquet"),
+    assert not Selection(tables=("T01",)).rules_out_by(pq.read_metadata(tmp_path / "t01.parquet"),
                                                                {"table_id": "table_id"})
 
 
@@ -591,5 +589,5 @@ def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
     read = ingest.scan(tmp_path, "round_log").frame.collect()
     assert read["table_id"].value_counts(sort=True, name="rows").sort("table_id").rows() == [
         ("100%", 10), ("T/02%", 10), ("VIP:1", 10)]
-    narrowed = ingest.scan(tmp_path, "round_log", selection=ingest.Selection(tables=("VIP:1",)))
+    narrowed = ingest.scan(tmp_path, "round_log", selection=Selection(tables=("VIP:1",)))
     assert narrowed.frame.collect()["round_id"].to_list() == log["round_id"].head(10).to_list()

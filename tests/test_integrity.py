@@ -8,6 +8,8 @@ from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
 from pipeline import audit, fairness, generate, ingest
+from pipeline.selection import Selection
+from pipeline.timestamps import timestamp
 
 QUICK = audit.Options(validate=False)
 INTEGRITY = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
@@ -180,7 +182,7 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
     only in log order is the second copy the one dealt before the hand before it."""
     from datetime import UTC, datetime
 
-    from pipeline import ingest, integrity
+    from pipeline import integrity
 
     path = tmp_path / "rounds.csv"
     path.write_text("round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
@@ -206,13 +208,13 @@ def test_a_window_that_begins_mid_shoe_is_not_a_gap_at_the_start_of_the_shoe(tmp
     """Narrowed by --since, a shoe's first hand in the window follows hands outside it, not missing ones;
     gaps inside the window are still found, as the whole audit finds them."""
     paths = generate.write(generate.generate(8000, seed=31, fault_rate=0.03), tmp_path / "log")
-    log = pl.read_parquet(paths["parquet"]).with_columns(at=ingest.timestamp(pl.col("dealt_at")))
+    log = pl.read_parquet(paths["parquet"]).with_columns(at=timestamp(pl.col("dealt_at")))
     since = log["at"][1000]
     first_kept = log.filter(pl.col("at") >= since).group_by("shoe_id").agg(pl.col("hand_no").cast(pl.Int64).min())
     assert first_kept["hand_no"].max() > 1  # the window cuts shoes
     audit.audit(paths["parquet"], tmp_path / "whole", QUICK)
     audit.audit(paths["parquet"], tmp_path / "narrowed",
-                audit.Options(validate=False, selection=ingest.Selection(since=since)))
+                audit.Options(validate=False, selection=Selection(since=since)))
     gaps = {out: set(_findings(tmp_path / out, ("SHOE_SEQUENCE",)).select("round_id", "detail").iter_rows())
             for out in ("whole", "narrowed")}
     assert gaps["narrowed"] and gaps["narrowed"] <= gaps["whole"]

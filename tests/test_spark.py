@@ -11,6 +11,7 @@ from polars.testing import assert_frame_equal
 from conftest import ASSETS
 from pipeline import audit, generate, ingest
 from pipeline.errors import InputError
+from pipeline.selection import Selection
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (.ci/run installs it)")
 if shutil.which("java") is None:
@@ -77,7 +78,7 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     """A provider's mapping, a selection, and a Hive folder that names the table: Spark sees the same rows."""
     data = ASSETS.parent.parent / "data"
     narrowed = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"),
-                             selection=ingest.Selection(shoes=("T01-S0001", "T01-S0003"),
+                             selection=Selection(shoes=("T01-S0001", "T01-S0003"),
                                                         since=datetime(2026, 11, 1, 18, 20, tzinfo=UTC),
                                                         until=datetime(2026, 11, 1, 19, 30, tzinfo=UTC)))
     for engine, run in (("spark", lambda out, o: spark.audit([str(data / "provider_b_rounds.csv")], out, o)),
@@ -103,7 +104,7 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     inputs = json.loads((tmp_path / "hive_spark" / "summary.json").read_text())["inputs"]
     assert [i["rows"] for i in inputs if "T09" in i["path"]] == [0, 0]
     # T01's folder unread; only the bets of T02's rounds settled.
-    one_table = audit.Options(validate=False, selection=ingest.Selection(tables=("T02",)), bets=data / "bets.parquet")
+    one_table = audit.Options(validate=False, selection=Selection(tables=("T02",)), bets=data / "bets.parquet")
     spark.audit(tmp_path / "hive", tmp_path / "table_spark", one_table)
     audit.audit(tmp_path / "hive", tmp_path / "table_polars", one_table)
     _same_outputs(tmp_path / "table_spark", tmp_path / "table_polars")
@@ -159,8 +160,8 @@ def test_spark_reads_and_numbers_csv_and_parquet_rows_as_polars_does(tmp_path):
 
 
 @pytest.mark.parametrize(("selection", "bets", "message"), [
-    (ingest.Selection(), "span.csv", r"span\.csv: row 2 opens a quoted field that its line does not close"),
-    (ingest.Selection(tables=("NO-SUCH-TABLE",)), None, r"no row is in the selection \(--table NO-SUCH-TABLE\)"),
+    (Selection(), "span.csv", r"span\.csv: row 2 opens a quoted field that its line does not close"),
+    (Selection(tables=("NO-SUCH-TABLE",)), None, r"no row is in the selection \(--table NO-SUCH-TABLE\)"),
 ])
 def test_spark_stops_with_the_polars_engines_one_line(tmp_path, selection, bets, message):
     """Input the polars engine cannot audit stops the Spark engine with the same InputError (exit 2), not
