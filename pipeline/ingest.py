@@ -463,8 +463,11 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]
-    nested = [c for c in present if dtypes[c].is_nested() or dtypes[c] == pl.Binary]
-    if nested:  # a list or a struct would be read as its printed form ('{"R1"}'), or fail mid-read
+    # A list or a struct would be read as its printed form ('{"R1"}'), or fail mid-read; a duration
+    # cannot be read as text at all.
+    nested = [c for c in present if dtypes[c].is_nested() or dtypes[c] == pl.Binary
+              or isinstance(dtypes[c], pl.Duration)]
+    if nested:
         raise InputError(f"{path}: column {nested[0]} is stored as {dtypes[nested[0]]}; "
                          "expected text, a number or a timestamp")
     # The columns as stored, which with the format and the Hive folders that fill a column make a shape:
@@ -592,7 +595,9 @@ def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 
     A float that is a whole number is written as one: pandas stores an integer column with gaps as
     floats, and a hand_no or total of 6.0 was recorded as 6 (as text "6.0" would be flagged). NaN,
-    pandas' gap, is not recorded; 1.5 and inf stay as they are. A timestamp is written in ISO 8601, in
+    pandas' gap, is not recorded; 1.5 and inf stay as they are. A decimal is written as a float
+    is, without the zeros that end its places: a database's NUMBER exported as decimal(38,10) holds
+    a hand_no of 6 as 6.0000000000, and a stake of 12.5 as 12.5000000000. A timestamp is written in ISO 8601, in
     UTC with a Z when it is one (without a zone when the file gives none), to the microsecond when it
     has a fraction of a second.
     """
@@ -600,6 +605,8 @@ def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         moment, zone = (column.dt.convert_time_zone("UTC"), "Z") if dtype.time_zone else (column, "")
         return (pl.when(moment.dt.microsecond() == 0).then(moment.dt.to_string(f"%Y-%m-%dT%H:%M:%S{zone}"))
                 .otherwise(moment.dt.to_string(f"%Y-%m-%dT%H:%M:%S%.6f{zone}")))
+    if isinstance(dtype, pl.Decimal) and dtype.scale:  # written with its point and every place
+        return column.cast(pl.String).str.replace(r"\.?0+$", "")
     if not dtype.is_float():
         return column.cast(pl.String)
     whole = column.is_finite() & (column == column.floor()) & (column.abs() < 2**53)

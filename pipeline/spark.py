@@ -296,6 +296,8 @@ def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
             whole = ~F.isnan(stored) & (stored == F.floor(stored)) & (F.abs(stored) < F.lit(2**53))
             stripped = F.when(F.isnan(stored), F.lit(None)).when(whole, stored.cast("long").cast("string")).otherwise(
                 stripped)
+        elif kind == "decimal" and raw.schema[column].dataType.scale > 0:
+            stripped = F.regexp_replace(stripped, r"\.?0+$", "")
         elif kind in ("timestamp", "timestamp_ntz"):  # printed in UTC: the session's time zone
             zone = "'Z'" if kind == "timestamp" else ""
             stripped = F.when(F.date_format(stored, "SSSSSS") == "000000",

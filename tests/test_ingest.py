@@ -71,6 +71,9 @@ UNRUNNABLE = {
     "a list column": (lambda d: _nested(d, pl.col("round_id").str.split(",")),
                       "column round_id is stored as List(String); expected text, a number or a timestamp"),
     "a struct column": (lambda d: _nested(d, pl.struct("banker_card_1")), "column banker_card_1 is stored as Struct"),
+    "a binary column": (lambda d: _nested(d, pl.col("round_id").cast(pl.Binary)), "column round_id is stored as Binary"),
+    "a duration column": (lambda d: _nested(d, pl.duration(seconds=pl.int_range(pl.len())).alias("player_total")),
+                          "column player_total is stored as Duration"),
 }
 
 
@@ -156,6 +159,29 @@ def test_whole_floats_are_read_as_whole_numbers_and_nan_as_not_recorded(tmp_path
     text = frame.select(ingest.as_text(pl.col("hand_no"), pl.Float64), ingest.as_text(pl.col("total"), pl.Float32))
     expected = ["1", "2", "2.5", None, "inf", None, "0", "1e+20"]
     assert text["hand_no"].to_list() == expected and text["total"].to_list()[:7] == expected[:7]
+
+
+def test_decimals_are_read_without_the_zeros_that_end_their_places():
+    """A database's NUMBER exported as decimal(38,10) holds a hand_no of 6 as 6.0000000000: hand 6,
+    as a float 6.0 is. A decimal of no places keeps its zeros."""
+    frame = pl.DataFrame({"wide": ["6", "12.5", "0", "-3", "100", None], "whole": ["6", "12", "0", "-3", "100", None]}
+                         ).with_columns(wide=pl.col("wide").cast(pl.Decimal(38, 10)),
+                                        money=pl.col("wide").cast(pl.Decimal(18, 2)),
+                                        whole=pl.col("whole").cast(pl.Decimal(10, 0)))
+    text = frame.select(ingest.as_text(pl.col(c), frame.schema[c]).alias(c) for c in frame.columns)
+    assert text["wide"].to_list() == text["money"].to_list() == ["6", "12.5", "0", "-3", "100", None]
+    assert text["whole"].to_list() == ["6", "12", "0", "-3", "100", None]
+
+
+def test_a_parquet_log_of_decimals_audits_as_its_whole_numbers(tmp_path):
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).filter(pl.col("round_id") == "R1").head(1)
+    decimals = log.with_columns(pl.col("player_total", "banker_total").cast(pl.Decimal(38, 10)),
+                                shoe_id=pl.lit("S1"), hand_no=pl.lit(1).cast(pl.Decimal(38, 10)))
+    pl.concat([decimals, decimals.with_columns(round_id=pl.lit("R2"), hand_no=pl.lit("2.5").cast(pl.Decimal(38, 10)))]
+              ).write_parquet(tmp_path / "decimals.parquet")
+    cli("audit", tmp_path / "decimals.parquet", "--out", tmp_path / "out", "--no-contract")
+    findings = pl.read_parquet(tmp_path / "out" / "findings.parquet")
+    assert findings.select("round_id", "check", "recorded").rows() == [("R2", "SHOE_SEQUENCE", "2.5")]
 
 
 def test_timestamps_are_read_as_iso_text_in_utc():

@@ -191,12 +191,14 @@ def test_a_master_url_spark_cannot_take_is_one_line(tmp_path):
 
 
 def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
-    """Whole floats as whole numbers, NaN as not recorded, other floats as they are, and timestamps as
-    ISO text in UTC (`ingest.as_text`)."""
+    """Whole floats and decimals as whole numbers, NaN as not recorded, other floats as they are, and
+    timestamps as ISO text in UTC (`ingest.as_text`)."""
     log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False)
     hands = [1.0, 2.0, 2.5, float("nan"), 3.0, 5.0, None, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
     dealt = [datetime(2026, 11, 1, 18, i, 0, 250000 * (i % 2), tzinfo=UTC) for i in range(log.height)][::-1]
-    log.with_columns(pl.col("player_total", "banker_total").cast(pl.Float64, strict=False), shoe_id=pl.lit("S1"),
+    log.with_columns(pl.col("player_total").cast(pl.Float64, strict=False),
+                     banker_total=pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("9.50")).otherwise("banker_total")
+                     .cast(pl.Decimal(38, 10), strict=False), shoe_id=pl.lit("S1"),
                      hand_no=pl.Series(hands[:log.height]), dealt_at=pl.Series(dealt)
                      ).write_parquet(tmp_path / "typed.parquet")
     options = audit.Options(validate=False)
@@ -205,7 +207,7 @@ def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
     for name in ("findings.parquet", "quarantine.parquet"):
         assert pl.read_parquet(tmp_path / "spark" / name).equals(pl.read_parquet(tmp_path / "polars" / name)), name
     findings = pl.read_parquet(tmp_path / "polars" / "findings.parquet")
-    assert ("SHOE_SEQUENCE", "2.5") in findings.select("check", "recorded").rows()
+    assert {("SHOE_SEQUENCE", "2.5"), ("BANKER_TOTAL", "9.5")} <= set(findings.select("check", "recorded").rows())
     assert not findings["recorded"].str.ends_with(".0").any()
     backwards = set(findings.filter(pl.col("check") == "TIMESTAMP")["dealt_at"])
     assert {"2026-11-01T18:01:00.250000Z", "2026-11-01T18:02:00Z"} <= backwards
