@@ -2,6 +2,7 @@
 reasons while the rest is audited. Never a traceback; the counts always add up."""
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -313,6 +314,20 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     completed = cli("audit", "logs/rounds.csv", log, "link.csv", "hard.csv", "--out", tmp_path / "out",
                     "--no-contract")
     assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
+
+
+def test_on_a_file_system_without_inode_numbers_a_file_is_told_apart_by_its_resolved_path(tmp_path, monkeypatch):
+    """FAT and some network shares number no inode (st_ino 0): every file would be one file. A link
+    still leads to its target's path; a hard link, a path of its own, is then read as another file."""
+    (tmp_path / "logs").mkdir()
+    logs = [write(tmp_path / "logs" / f"{night}.csv", f"{HEADER}\n{GOOD}\n") for night in ("mon", "tue")]
+    (tmp_path / "link.csv").symlink_to(logs[0])
+    (tmp_path / "hard.csv").hardlink_to(logs[0])
+    stat = Path.stat
+    monkeypatch.setattr(Path, "stat", lambda path, **kw: os.stat_result((stat(path, **kw)[0], 0, *stat(path, **kw)[2:])))
+    monkeypatch.chdir(tmp_path)
+    _, files, _ = ingest.expand(["logs", "link.csv", "logs/../logs/mon.csv", "hard.csv"])
+    assert files == [Path("logs/mon.csv"), Path("logs/tue.csv"), Path("hard.csv")]
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
