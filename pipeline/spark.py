@@ -350,10 +350,11 @@ def _row_numbers(spark, placed: list, log: ingest.Log, contract_name: str):
     csv = {path for path, file_format in zip(log.files, log.formats) if file_format == "csv"}
     by_path = {os.path.abspath(path): (index, path) for index, path in enumerate(files)}
     given = {uri: by_path[unquote(urlparse(uri).path)] for uri in counted["_path"].unique()}
-    hive = [c for c in ingest.columns(contract_name) if any(c in ingest.hive_values(path) for path in files)]
+    folders = {path: ingest.hive_values(path) for path in files}
+    hive = [c for c in ingest.columns(contract_name) if any(c in values for values in folders.values())]
     facts = pl.DataFrame(
-        [(uri, index, str(path), path in csv,
-          *(ingest.hive_values(path).get(c) for c in hive)) for uri, (index, path) in given.items()],
+        [(uri, index, str(path), path in csv, *(folders[path].get(c) for c in hive))
+         for uri, (index, path) in given.items()],
         schema={"_path": pl.String, "_file": pl.Int64, "source_file": pl.String, "_csv": pl.Boolean,
                 **{f"_folder_{c}": pl.String for c in hive}}, orient="row")
     before = (pl.col("rows").cum_sum() - pl.col("rows")).over("_path")
