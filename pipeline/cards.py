@@ -80,7 +80,3 @@ def value_expr(card: pl.Expr) -> pl.Expr:
     """Card value (0-9) of a card-code column; null stays null (a card not dealt)."""
     rank = card // 8
     return pl.when(rank >= 10).then(0).otherwise(rank).cast(pl.Int8)
-
-
-def rank_expr(card: pl.Expr) -> pl.Expr:
-    return (card // 8).cast(pl.Int8)

@@ -20,7 +20,7 @@ from pipeline.errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
-E4, E8, E12 = 10**4, 10**8, 10**12
+E8, E12 = 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
 BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id",
                "currency", "status")
