@@ -529,6 +529,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
         "rules": {
             "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
             "profiles": {name: profiles.load(name).sha256 for name in names},
+            "descriptions": {name: profiles.load(name).description for name in names},
         },
         "rows_read": rounds["rows_read"],
         "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],

@@ -117,8 +117,13 @@ def _provenance(summary: dict) -> str:
                f"{i['mapping']['path']} ({i['mapping']['sha256'][:12]}…)" if "mapping" in i else ""]
               for i in summary["inputs"]]
     rules = [[name, "contract", sha] for name, sha in summary["rules"]["contract"].items()]
+    # A profile's own file first, then the bases it overrides; its description says what game it is.
+    described = summary["rules"].get("descriptions", {})  # not in the summaries of versions before it
     for profile, files in summary["rules"]["profiles"].items():
-        rules += [[path, f"profile {profile}", sha] for path, sha in files.items()]
+        for k, (path, sha) in enumerate(files.items()):
+            what = (f"base of profile {profile}" if k
+                    else f"profile {profile}" + (f": {described[profile]}" if described.get(profile) else ""))
+            rules.append([path, what, sha])
     status = summary["exit_code"]
     return (
         "<h2>Provenance</h2>"

@@ -42,6 +42,21 @@ def test_the_report_states_the_summary_numbers_and_has_a_section_per_check(sampl
     assert page.count("<svg") >= 4  # by check, by table, over time, outcomes per table
 
 
+def test_the_provenance_names_each_profile_used_with_what_game_it_is_and_its_base(sample_audit):
+    """A regulator reads which rules were applied: each profile's file, its description, and the
+    files it builds on, each with its SHA-256."""
+    page = (sample_audit / "report.html").read_text()
+    rules = json.loads((sample_audit / "summary.json").read_text())["rules"]
+    assert sorted(rules["descriptions"]) == sorted(rules["profiles"]) == ["ez-baccarat", "standard", "super-6", "tie-9"]
+    assert rules["descriptions"]["tie-9"] == "Standard, with Tie paid 9:1"
+    row = "<tr><td>{}</td><td>{}</td><td>{}</td></tr>"
+    for name in ("standard", "tie-9"):
+        own = f"schemas/profiles/{name}.toml"
+        assert row.format(own, f"profile {name}: {rules['descriptions'][name]}", rules["profiles"][name][own]) in page
+    assert row.format("schemas/profiles/standard.toml", "base of profile tie-9",
+                      rules["profiles"]["standard"]["schemas/profiles/standard.toml"]) in page
+
+
 def test_the_charts_draw_each_count_to_scale_and_name_it():
     """Bars in proportion to their counts on an axis of round values, with each label and count as
     text; dots at their observed shares, over a band around the expected one."""
