@@ -236,22 +236,19 @@ def explain(
     if not rows:
         typer.echo(f"error: {rounds}: no row has round_id {round_id!r}", err=True)
         raise typer.Exit(EXIT_CANNOT_RUN)
-    explained, rejected = [], []
-    for row in rows:
-        if row["reject"] is not None:
-            rejected.append({"round_id": round_id, "source_row": row["source_row"], "quarantined": row["reject"]})
-        else:
-            explanation = explain_round.explain(row)
-            if bets:
-                explanation["bets"] = explain_round.settle_bets(explanation, bet_rows)
-            explained.append(explanation)
+    explained = [explain_round.explain(row) for row in rows if row["reject"] is None]
+    rejected = [{"round_id": round_id, "source_row": row["source_row"], "quarantined": row["reject"]}
+                for row in rows if row["reject"] is not None]
+    if bets:  # with each replayed row; with the first quarantined one when none was replayed
+        unsettled = explain_round.unsettled(round_id, len(explained), len(rejected))
+        for explanation in explained:
+            explanation["bets"] = explain_round.settle_bets(explanation, bet_rows, unsettled)
+        if not explained:
+            rejected[0]["bets"] = explain_round.settle_bets(rows[0], bet_rows, unsettled)
     if as_json:
         typer.echo(json.dumps(explained + rejected, indent=2))
     else:
-        texts = [explain_round.render(e) for e in explained]
-        texts += [f"Round {r['round_id']} (row {r['source_row']}) is quarantined: {r['quarantined']}"
-                  for r in rejected]
-        typer.echo("\n\n".join(texts))
+        typer.echo("\n\n".join(explain_round.render(e) for e in explained + rejected))
 
 
 @app.command()

@@ -8,6 +8,7 @@ tool here.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -64,6 +65,9 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
         row["profile"] = row["profile"] or default_profile
         explained[at] = None if row["reject"] else explain.explain(row)
     by_round_id = {e["round_id"]: e for e in explained.values() if e is not None}
+    # Every row of a bet's round was read (`by_id`): a void bet is flagged whatever its round's rows.
+    replayed = Counter(e["round_id"] for e in explained.values() if e is not None)
+    quarantined = Counter(row["round_id"] for row in wanted.values() if row["reject"])
     evidence: dict[str, list[dict]] = {}
     for finding in first.to_dicts():
         entry = dict(finding)
@@ -73,6 +77,7 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
             bet = bet_rows[finding["source_file"], finding["source_row"]]
             round_explained = by_round_id.get(bet["round_id"])
             entry["explanation"] = round_explained
-            entry["bets"] = explain.settle_bets(round_explained, [bet]) if round_explained else []
+            unsettled = explain.unsettled(bet["round_id"], replayed[bet["round_id"]], quarantined[bet["round_id"]])
+            entry["bets"] = explain.settle_bets(round_explained or {"profile": default_profile}, [bet], unsettled)
         evidence.setdefault(finding["check"], []).append(entry)
     return evidence

@@ -87,8 +87,21 @@ def explain(row: dict) -> dict:
     }
 
 
-def settle_bets(explanation: dict, bet_rows: list[dict]) -> list[dict]:
-    """Each bet of the explained round settled step by step, beside the amount recorded as paid."""
+def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
+    """Why the audit settles no bet of a round by its cards (`settlement.settle`), given how many of
+    the round's rows were replayed and quarantined: on several replayed rows, which deal would a bet
+    be paid by? None when it is on one."""
+    if replayed == 1:
+        return None
+    if replayed:
+        return f"round '{round_id}' is on {replayed} rows of the round log"
+    return f"round '{round_id}' is {'quarantined in' if quarantined else 'not in'} the round log"
+
+
+def settle_bets(explanation: dict, bet_rows: list[dict], unsettled: str | None = None) -> list[dict]:
+    """Each bet of the explained round settled step by step, beside the amount recorded as paid; by
+    the cards only when the round is not `unsettled` (see `unsettled`), as the audit settles it. A
+    void bet needs no cards."""
     profile = profiles.load(explanation["profile"])
     table = bets.returns(profile)
     settled = []
@@ -97,8 +110,15 @@ def settle_bets(explanation: dict, bet_rows: list[dict]) -> list[dict]:
         stake, paid = parse_amount(bet["stake"]), parse_amount(bet["paid"])
         entry = {"bet_id": bet["bet_id"], "bet_type": bet_type, "stake": bet["stake"], "paid": bet["paid"]}
         status = (bet.get("status") or "").upper()
-        settlement = bets.settle(profile, bet_type, explanation["facts"], stake or Decimal(0))
-        if status in bets.VOID and stake is not None and paid is not None:
+        settlement = None if unsettled else bets.settle(profile, bet_type, explanation["facts"], stake or Decimal(0))
+        # What the audit needs of any bet, void or not (`settlement.settle`'s reasons): an id, a type,
+        # a stake of more than 0 and an amount paid.
+        readable = bet["bet_id"] is not None and bet_type != "" and bool(stake) and paid is not None
+        cannot = [f"Cannot be settled: bet type {bet_type or '(empty)'} under profile {profile.name}, "
+                  f"stake {bet['stake']!r}, paid {bet['paid']!r}" + ("" if bet["bet_id"] else ", no bet_id") + "."]
+        if not readable:
+            entry["steps"], entry["agrees"] = cannot, None
+        elif status in bets.VOID:
             entry["steps"] = [f"The bet is {bet['status']}: its stake is returned whatever the cards.",
                               f"Expected {money_str(stake)}, paid {bet['paid']}: "
                               f"{'correct' if paid == stake else 'WRONG'}."]
@@ -107,10 +127,11 @@ def settle_bets(explanation: dict, bet_rows: list[dict]) -> list[dict]:
         elif status in bets.OPEN:
             entry["steps"] = [f"Cannot be settled: the bet is {bet['status']}, not settled yet."]
             entry["agrees"] = None
-        elif settlement is None or stake is None or paid is None:
-            entry["steps"] = [f"Cannot be settled: bet type {bet_type or '(empty)'} under profile "
-                              f"{profile.name}, stake {bet['stake']!r}, paid {bet['paid']!r}."]
+        elif unsettled:
+            entry["steps"] = [f"Cannot be settled by the cards: {unsettled}."]
             entry["agrees"] = None
+        elif settlement is None:  # a type the profile does not offer
+            entry["steps"], entry["agrees"] = cannot, None
         else:
             per_unit = table[bet_type, settlement.case].per_unit
             entry["steps"] = [
@@ -136,11 +157,14 @@ def _agrees(field: str, replayed: str, recorded: str) -> bool:
 
 
 def render(explanation: dict) -> str:
-    """The explanation as plain text for a terminal."""
+    """The explanation (or a quarantined row's reason) as plain text for a terminal."""
     lines = [f"Round {explanation['round_id']} (row {explanation['source_row']})"]
-    lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
-    lines.append("  Recorded against replayed:")
-    for c in explanation["comparisons"]:
+    if "quarantined" in explanation:
+        lines[0] += f" is quarantined: {explanation['quarantined']}"
+    else:
+        lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
+        lines.append("  Recorded against replayed:")
+    for c in explanation.get("comparisons", []):
         mark = {True: "ok", False: "MISMATCH", None: "not recorded"}[c["agrees"]]
         lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
     for bet in explanation.get("bets", []):

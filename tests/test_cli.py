@@ -226,6 +226,35 @@ def test_explain_settles_each_bet_of_the_round():
     assert b25["steps"][1] == "Banker won with 6: pays 0.5:1: returns 1.5 per unit staked (stake included)."
 
 
+def test_explain_gives_each_bet_the_verdict_the_audit_gives_it(tmp_path):
+    """A bet the audit quarantines is not settled by explain either (its round on two rows, or
+    quarantined, or the bet itself unreadable); a void bet is settled without its round's cards; and a
+    bet explain finds wrongly paid is the audit's SETTLEMENT finding."""
+    bets = pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False).with_columns(status=pl.lit(None, pl.String))
+    more = pl.DataFrame({"round_id": ["R9", "R9", "R1", "R1"], "bet_id": ["B30", "B31", "B32", "B33"],
+                         "bet_type": "PLAYER", "stake": "10", "paid": ["20", "0", "10", "20"], "seat": "1",
+                         "status": [None, "VOID", "void", None]})
+    pl.concat([bets, more]).write_csv(tmp_path / "bets.csv")
+    run("audit", ASSETS / "mixed_notation.csv", "--bets", tmp_path / "bets.csv", "--out", tmp_path / "out", "--no-contract")
+    flagged = set(pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("source") == "bets")["bet_id"])
+    quarantined = set(pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")["bet_id"])
+    audited = {bet: None if bet in quarantined else bet not in flagged for bet in bets["bet_id"].to_list() + more["bet_id"].to_list()}
+    explained = {}
+    for round_id in ("R1", "R2", "R3", "R4", "R5", "R6", "R9", "R10", "R12"):
+        rows = json.loads(run("explain", ASSETS / "mixed_notation.csv", round_id, "--bets", tmp_path / "bets.csv",
+                              "--json").output)
+        for row in rows:  # every copy of a round on two rows says the same of its bets
+            explained |= {bet["bet_id"]: bet["agrees"] for bet in row.get("bets", [])}
+    assert explained == {bet: verdict for bet, verdict in audited.items() if bet != "B19"}  # R99 is not in the log
+    # Void, B31 (not returned) and B32 (returned) are settled whatever the rows of their rounds.
+    assert {"B17", "B30", "B33"} <= quarantined and "B31" in flagged and "B32" not in flagged | quarantined
+    text = run("explain", ASSETS / "mixed_notation.csv", "R1", "--bets", tmp_path / "bets.csv").output
+    assert "Bet B17:\n    Cannot be settled by the cards: round 'R1' is on 2 rows of the round log.\n" in text
+    text = run("explain", ASSETS / "mixed_notation.csv", "R9", "--bets", tmp_path / "bets.csv").output
+    assert text.startswith("Round R9 (row 9) is quarantined: player_card_3 'ZZ' is not a card\n  Bet B30:\n"
+                           "    Cannot be settled by the cards: round 'R9' is quarantined in the round log.\n")
+
+
 def test_odds_prints_the_exact_house_edges():
     result = run("odds", "--profile", "ez-baccarat")
     assert result.exit_code == 0

@@ -1,6 +1,7 @@
 """Settlement in exact money: hand-checked bets, every shipped profile, and both case evaluators."""
 
 import itertools
+import json
 
 import polars as pl
 import pytest
@@ -84,6 +85,19 @@ def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
                                        ingest.rows_for_round(tmp_path / "bets.csv", "bet_log", "R2"))[1:2]
     assert explained["steps"][0] == "The bet is VOIDED: its stake is returned whatever the cards."
     assert (explained["expected"], explained["agrees"]) == ("10.00", False)
+
+
+def test_the_evidence_of_a_void_bet_not_returned_settles_it_without_its_round(tmp_path):
+    """A void bet needs no cards: one on a round missing from the log, or on a round on two rows, is
+    flagged when its stake is not returned, and the report's evidence settles it step by step."""
+    pl.DataFrame({"round_id": ["R99", "R1"], "bet_id": ["B1", "B2"], "bet_type": "PLAYER", "stake": "10",
+                  "paid": "0", "status": "VOID"}).write_csv(tmp_path / "bets.csv")
+    audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False))
+    evidence = json.loads((tmp_path / "out" / "evidence.json").read_text())["SETTLEMENT"]
+    assert [(e["bet_id"], [b["steps"] for b in e["bets"]]) for e in evidence] == [
+        (bet, [["The bet is VOID: its stake is returned whatever the cards.", "Expected 10.00, paid 0: WRONG."]])
+        for bet in ("B1", "B2")]
+    assert "<li>Expected 10.00, paid 0: WRONG.</li>" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_hand_checked_bets_under_the_standard_profile(tmp_path):
