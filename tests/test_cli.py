@@ -255,6 +255,25 @@ def test_explain_gives_each_bet_the_verdict_the_audit_gives_it(tmp_path):
                            "    Cannot be settled by the cards: round 'R9' is quarantined in the round log.\n")
 
 
+def test_explain_reads_recorded_totals_and_results_as_the_audit_does(tmp_path):
+    """A total of "05" or "+5" is 5 to the audit (an integer), so explain must not call it a
+    mismatch; "5.0", "٥" (an Arabic-Indic five) and "5_0" are not integers to either."""
+    clean = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).filter(pl.col("round_id") == "R1").head(1)
+    totals = ["5", "05", "+5", "-5", "5.0", "\u0665", "5_0", "0005", "-0"]
+    outcomes = ["banker", "B", "Banker", "BANKER WIN", "\u0392"]  # a Greek capital beta last
+    log = pl.concat([clean.with_columns(round_id=pl.lit(f"T{i}"), player_total=pl.lit(total)) for i, total in enumerate(totals)]
+                    + [clean.with_columns(round_id=pl.lit(f"O{i}"), outcome=pl.lit(outcome)) for i, outcome in enumerate(outcomes)])
+    log.write_csv(tmp_path / "log.csv")
+    run("audit", tmp_path / "log.csv", "--out", tmp_path / "out", "--no-contract")
+    found = set(pl.read_parquet(tmp_path / "out" / "findings.parquet").select("round_id", "check").iter_rows())
+    mismatched = set()
+    for round_id in log["round_id"]:
+        (explained,) = json.loads(run("explain", tmp_path / "log.csv", round_id, "--json").output)
+        mismatched |= {(round_id, c["field"].upper()) for c in explained["comparisons"] if c["agrees"] is False}
+    assert mismatched == found == {("T3", "PLAYER_TOTAL"), ("T4", "PLAYER_TOTAL"), ("T5", "PLAYER_TOTAL"),
+                                   ("T6", "PLAYER_TOTAL"), ("T8", "PLAYER_TOTAL"), ("O3", "OUTCOME"), ("O4", "OUTCOME")}
+
+
 def test_odds_prints_the_exact_house_edges():
     result = run("odds", "--profile", "ez-baccarat")
     assert result.exit_code == 0
