@@ -19,7 +19,7 @@ from pipeline.ingest import reasons_text
 from pipeline.errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
-AMOUNT = r"^(\d{1,12})(?:\.(\d{1,4}))?$"
+AMOUNT = r"^([0-9]{1,12})(?:\.([0-9]{1,4}))?$"  # ASCII digits: Python's \d and Decimal take "١٠" too
 E8, E12 = 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
 BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id",

@@ -231,9 +231,10 @@ def test_explain_gives_each_bet_the_verdict_the_audit_gives_it(tmp_path):
     quarantined, or the bet itself unreadable); a void bet is settled without its round's cards; and a
     bet explain finds wrongly paid is the audit's SETTLEMENT finding."""
     bets = pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False).with_columns(status=pl.lit(None, pl.String))
-    more = pl.DataFrame({"round_id": ["R9", "R9", "R1", "R1"], "bet_id": ["B30", "B31", "B32", "B33"],
-                         "bet_type": "PLAYER", "stake": "10", "paid": ["20", "0", "10", "20"], "seat": "1",
-                         "status": [None, "VOID", "void", None]})
+    more = pl.DataFrame({"round_id": ["R9", "R9", "R1", "R1", "R2", "R2"], "bet_id": ["B30", "B31", "B32", "B33", "B34", "B35"],
+                         "bet_type": "PLAYER", "stake": ["10", "10", "10", "10", "\u0661\u0660", "\uff11\uff10"],
+                         "paid": ["20", "0", "10", "20", "0", "0"], "seat": "1",
+                         "status": [None, "VOID", "void", None, None, None]})  # B34, B35: 10 in Arabic-Indic, full-width digits
     pl.concat([bets, more]).write_csv(tmp_path / "bets.csv")
     run("audit", ASSETS / "mixed_notation.csv", "--bets", tmp_path / "bets.csv", "--out", tmp_path / "out", "--no-contract")
     flagged = set(pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("source") == "bets")["bet_id"])
@@ -247,7 +248,7 @@ def test_explain_gives_each_bet_the_verdict_the_audit_gives_it(tmp_path):
             explained |= {bet["bet_id"]: bet["agrees"] for bet in row.get("bets", [])}
     assert explained == {bet: verdict for bet, verdict in audited.items() if bet != "B19"}  # R99 is not in the log
     # Void, B31 (not returned) and B32 (returned) are settled whatever the rows of their rounds.
-    assert {"B17", "B30", "B33"} <= quarantined and "B31" in flagged and "B32" not in flagged | quarantined
+    assert {"B17", "B30", "B33", "B34", "B35"} <= quarantined and "B31" in flagged and "B32" not in flagged | quarantined
     text = run("explain", ASSETS / "mixed_notation.csv", "R1", "--bets", tmp_path / "bets.csv").output
     assert "Bet B17:\n    Cannot be settled by the cards: round 'R1' is on 2 rows of the round log.\n" in text
     text = run("explain", ASSETS / "mixed_notation.csv", "R9", "--bets", tmp_path / "bets.csv").output
