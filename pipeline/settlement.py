@@ -36,8 +36,9 @@ def amount_e4(raw: pl.Expr) -> pl.Expr:
 
 
 def parse_amount(text: str | None) -> Decimal | None:
-    """Scalar twin of `amount_e4`: the amount, or None when it is not digits with up to 4 decimals."""
-    return Decimal(text.strip()) if text is not None and re.match(AMOUNT, text.strip()) else None
+    """Scalar twin of `amount_e4`: the amount, or None when it is not digits with up to 4 decimals.
+    `text` is trimmed as the audit trims it (Python's strip takes more characters than polars')."""
+    return Decimal(text) if text is not None and re.fullmatch(AMOUNT, text) else None
 
 
 def money_text(e12: pl.Expr) -> pl.Expr:
