@@ -43,6 +43,7 @@ def _fail(error: InputError) -> typer.Exit:
 BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV or Parquet: settle every bet too.")]
 ProfileOption = Annotated[str, typer.Option(
     help="Rules profile (schemas/profiles/NAME.toml) for rounds without a profile column value.")]
+BetsMappingOption = Annotated[str | None, typer.Option(help="Column mapping for the bets log.")]
 MappingOption = Annotated[str | None, typer.Option(
     help="Column mapping for the round log: a name in schemas/mappings/ or a JSON file.")]
 
@@ -98,7 +99,7 @@ def audit(
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
     mapping: MappingOption = None,
-    bets_mapping: Annotated[str | None, typer.Option(help="Column mapping for the bets log.")] = None,
+    bets_mapping: BetsMappingOption = None,
     window_start: WindowStart = None,
     window_end: WindowEnd = None,
     contract_check: Annotated[bool, typer.Option(
@@ -222,12 +223,13 @@ def explain(
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
     mapping: MappingOption = None,
+    bets_mapping: BetsMappingOption = None,
 ) -> None:
     """Replay one round step by step and set each recorded value beside the replayed one."""
     try:
         profiles.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, _mapping(mapping))
-        bet_rows = ingest.rows_for_round(bets, "bet_log", round_id) if bets else []
+        bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, _mapping(bets_mapping)) if bets else []
         for row in rows:
             row["profile"] = row["profile"] or profile
             profiles.load(row["profile"])

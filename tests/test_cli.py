@@ -277,6 +277,21 @@ def test_explain_reads_recorded_totals_and_results_as_the_audit_does(tmp_path):
                                    ("O3", "OUTCOME"), ("O4", "OUTCOME"), ("O5", "OUTCOME")}
 
 
+def test_explain_reads_a_mapped_bet_log_as_the_audit_does(tmp_path):
+    """A provider's bet log with its own column names is read through --bets-mapping by both."""
+    mapping = {"name": "bets-b", "columns": {"round": "round_id", "ticket": "bet_id", "wager": "bet_type",
+                                             "amount": "stake", "returned": "paid"}}
+    (tmp_path / "bets-b.json").write_text(json.dumps(mapping))
+    bets = pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False).filter(pl.col("round_id") == "R3")
+    bets.rename({target: source for source, target in mapping["columns"].items()}).write_csv(tmp_path / "bets.csv")
+    options = ("--bets", tmp_path / "bets.csv", "--bets-mapping", tmp_path / "bets-b.json")
+    run("audit", ASSETS / "mixed_notation.csv", *options, "--out", tmp_path / "out", "--no-contract")
+    flagged = set(pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("source") == "bets")["bet_id"])
+    (explained,) = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R3", *options, "--json").output)
+    assert {bet["bet_id"] for bet in explained["bets"] if bet["agrees"] is False} == flagged == {"B5"}
+    assert len(explained["bets"]) == bets.height
+
+
 def test_odds_prints_the_exact_house_edges():
     result = run("odds", "--profile", "ez-baccarat")
     assert result.exit_code == 0
