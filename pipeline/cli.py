@@ -232,7 +232,9 @@ def explain(
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, _mapping(bets_mapping)) if bets else []
         for row in rows:
             row["profile"] = row["profile"] or profile
-            profiles.load(row["profile"])
+        # Held to the profiles as the audit holds a log: an unknown one names the file and column.
+        audit_run.profiles_in(pl.LazyFrame({"profile": [row["profile"] for row in rows]}, schema={"profile": pl.String}),
+                              rounds, profile)
     except InputError as error:
         raise _fail(error) from None
     if not rows:

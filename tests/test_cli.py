@@ -197,6 +197,16 @@ def test_explain_finds_every_copy_across_parquet_files_whatever_the_spaces_aroun
     assert [e["source_row"] for e in explained] == [1, 10]  # both in b.parquet: a.parquet holds no R1
 
 
+def test_explain_of_a_round_under_an_unknown_profile_names_the_file_and_column(tmp_path):
+    """As the audit stops on such a log: one line, exit 2."""
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).with_columns(profile=pl.lit("Standard"))
+    log.write_csv(tmp_path / "rounds.csv")
+    for command in (["explain", tmp_path / "rounds.csv", "R2"], ["audit", tmp_path / "rounds.csv", "--out", tmp_path / "out"]):
+        completed = subprocess.run([sys.executable, "-m", "pipeline", *map(str, command)], capture_output=True, text=True)
+        assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
+        assert completed.stderr.startswith(f"error: {tmp_path / 'rounds.csv'}: column profile: unknown rules profile 'Standard'")
+
+
 def test_explain_of_an_unknown_round_exits_2():
     result = run("explain", ASSETS / "mixed_notation.csv", "NOPE")
     assert result.exit_code == 2
