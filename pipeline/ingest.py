@@ -354,14 +354,16 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
                           missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
                           quote_char='"', include_file_paths=file_column, glob=False)
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
-    # commas outside quoted text, plus one.
+    # commas outside quoted text, plus one; none on a blank line (read as null).
     lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
                         quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy", glob=False)
     fields = lines.select(fields=pl.col("line").str.replace_all(r'"[^"]*"', "").str.count_matches(",") + 1)
+    counted = pl.col("fields")
     return pl.concat([records, fields], how="horizontal").select(
         *names, *filter(None, [file_column]),
-        malformed=pl.when(pl.col("fields") != len(names)).then(
-            pl.format("the row has {} fields, the header {}", pl.col("fields"), pl.lit(len(names)))
+        malformed=pl.when(counted.is_null()).then(pl.lit("the line is blank")).when(counted != len(names)).then(
+            pl.format("the row has {} field{}, the header {}", counted,
+                      pl.when(counted == 1).then(pl.lit("")).otherwise(pl.lit("s")), pl.lit(len(names)))
         )
     )
 

@@ -55,6 +55,8 @@ def _headers_only(folder: Path) -> Path:
     return folder
 
 
+EMPTY = "{}player_card_1 is empty; player_card_2 is empty; banker_card_1 is empty; banker_card_2 is empty"
+
 UNRUNNABLE = {
     "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
     "an empty directory": (lambda d: d, "the directory holds no .csv or .parquet file"),
@@ -101,6 +103,11 @@ AUDITABLE = {
         {2: "player_card_1 holds bytes that are not UTF-8; player_card_1 'K\ufffdS' is not a card"},
     ),
     "a text total": (f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,five\n", {}),
+    "a blank line and a line of one field": (
+        f"{HEADER}\n{GOOD}\n\nR3\n{GOOD}\n",
+        {2: "the line is blank; " + EMPTY.format("round_id is empty; "),
+         3: "the row has 1 field, the header 8; " + EMPTY.format("")},
+    ),
 }
 
 
