@@ -293,8 +293,10 @@ def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
                       pl.col("copy"))), found=[f.filter(pl.col("is_copy")) for f in found]),
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", _FIRST_EXPECTED.cast(pl.String), pl.col("hand_no"),
-            pl.format("hand_no {} follows {} in shoe {}: {} missing.", pl.col("hand"),
-                      pl.col("previous").cast(pl.String).fill_null("the start of the shoe"), pl.col("shoe_id"),
+            # Integrity sees the replayed rounds only: a quarantined hand is a gap too.
+            pl.format("hand_no {} follows {} in shoe {}: {} missing (not in the log, or quarantined).",
+                      pl.col("hand"), pl.col("previous").cast(pl.String).fill_null("the start of the shoe"),
+                      pl.col("shoe_id"),
                       pl.when(pl.col("hand") - _FIRST_EXPECTED == 1).then(_FIRST_EXPECTED.cast(pl.String))
                       .otherwise(pl.format("{}-{}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
             found=[f.filter(pl.col("is_gap")) for f in found]),
