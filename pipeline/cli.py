@@ -233,8 +233,8 @@ def explain(
         for row in rows:
             row["profile"] = row["profile"] or profile
         # Held to the profiles as the audit holds a log: an unknown one names the file and column.
-        audit_run.profiles_in(pl.LazyFrame({"profile": [row["profile"] for row in rows]}, schema={"profile": pl.String}),
-                              rounds, profile)
+        named = pl.LazyFrame({"profile": [row["profile"] for row in rows]}, schema={"profile": pl.String})
+        audit_run.profiles_in(named, rounds, profile)
     except InputError as error:
         raise _fail(error) from None
     if not rows:

@@ -599,9 +599,9 @@ def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     floats, and a hand_no or total of 6.0 was recorded as 6 (as text "6.0" would be flagged). NaN,
     pandas' gap, is not recorded; 1.5 and inf stay as they are. A decimal is written as a float
     is, without the zeros that end its places: a database's NUMBER exported as decimal(38,10) holds
-    a hand_no of 6 as 6.0000000000, and a stake of 12.5 as 12.5000000000. A timestamp is written in ISO 8601, in
-    UTC with a Z when it is one (without a zone when the file gives none), to the microsecond when it
-    has a fraction of a second.
+    a hand_no of 6 as 6.0000000000, and a stake of 12.5 as 12.5000000000. A timestamp is written in
+    ISO 8601, in UTC with a Z when it is one (without a zone when the file gives none), to the
+    microsecond when it has a fraction of a second.
     """
     if isinstance(dtype, pl.Datetime):
         moment, zone = (column.dt.convert_time_zone("UTC"), "Z") if dtype.time_zone else (column, "")
