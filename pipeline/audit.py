@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, parts, profiles, report,
-                      settlement, stored)
+                      settlement, stops, stored)
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
@@ -408,19 +408,19 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
 @contextmanager
 def staging_in(out_dir: Path) -> Iterator[Path]:
     """A new staging folder inside `out_dir` (made if need be), where the outputs are written until
-    `publish`, and removed on the way out however the run ends; an InputError naming the directory
-    when it cannot be made or written. It is made inside the `try`: made before it, a Ctrl-C or
-    SIGTERM between the two (which the CLI turns into an exception) left it behind."""
+    `publish`, and removed on the way out however the run ends, a stop by signal included (`stops`);
+    an InputError naming the directory when it cannot be made or written."""
     staging = out_dir / f".audit-{secrets.token_hex(6)}"
-    try:
+    with stops.removed_if_stopped(staging):
         try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            staging.mkdir(mode=0o700)
-        except OSError as error:
-            raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
-        yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                staging.mkdir(mode=0o700)
+            except OSError as error:
+                raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def add_contract(summary: dict, validated: dict[str, dict]) -> None:
@@ -456,16 +456,18 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
 
 
 def publish(staging: Path, out_dir: Path) -> None:
-    """Move the finished outputs into place; remove what an earlier run left that this one did not write."""
-    for name in OUTPUTS:
-        if (staging / name).exists():
-            os.replace(staging / name, out_dir / name)
-        elif (out_dir / name).exists():
-            (out_dir / name).unlink()
-    if (staging / DOCS).exists():
-        contract.move_docs(staging / DOCS, out_dir / DOCS)
-    elif (out_dir / DOCS).exists():
-        shutil.rmtree(out_dir / DOCS)
+    """Move the finished outputs into place; remove what an earlier run left that this one did not write.
+    A stop by signal among the moves is ignored, and the run ends as it would have (`stops.publishing`)."""
+    with stops.publishing():
+        for name in OUTPUTS:
+            if (staging / name).exists():
+                os.replace(staging / name, out_dir / name)
+            elif (out_dir / name).exists():
+                (out_dir / name).unlink()
+        if (staging / DOCS).exists():
+            contract.move_docs(staging / DOCS, out_dir / DOCS)
+        elif (out_dir / DOCS).exists():
+            shutil.rmtree(out_dir / DOCS)
 
 
 def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:

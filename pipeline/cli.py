@@ -315,19 +315,16 @@ def odds(
 
 def main() -> None:
     """Entry point: usage errors become one line on stderr and exit 2, like every input that cannot be
-    audited; a failure of the tool itself is one line too, and exit 3."""
-    for stop in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop, _stop)
+    audited, and like a run stopped by a signal (`stops`, installed by `__main__`); a failure of the tool
+    itself is one line too, and exit 3."""
     try:
         with ingest.one_row_group_ahead():  # every command, `validate` too; `audit.audit` sets it itself
             code = app(standalone_mode=False)
-        if code == TYPER_INTERRUPTED:  # a KeyboardInterrupt all the same: Spark's own SIGINT handler raises one
-            raise _Stopped(signal.SIGINT.name)
+        if code == TYPER_INTERRUPTED:  # a KeyboardInterrupt: Spark's own Ctrl-C handler, while a session starts
+            typer.echo(f"error: stopped by {signal.SIGINT.name} before the run completed", err=True)
+            code = EXIT_CANNOT_RUN
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
         typer.echo(f"error: {error.format_message()}", err=True)
-        code = EXIT_CANNOT_RUN
-    except _Stopped as stopped:
-        typer.echo(f"error: stopped by {stopped} before the run completed", err=True)
         code = EXIT_CANNOT_RUN
     except OSError as error:  # an output that cannot be written (a folder that cannot be made, a full disk)
         typer.echo(f"error: {error.filename or 'output'}: cannot be written ({error.strerror or error})", err=True)
@@ -339,17 +336,6 @@ def main() -> None:
 
 
 TYPER_INTERRUPTED = 130  # what typer returns for a KeyboardInterrupt, without a word
-
-
-class _Stopped(BaseException):
-    """A run stopped by a signal; a BaseException, so that no handler of errors takes it for one."""
-
-
-def _stop(signum: int, frame: object) -> None:
-    """Ctrl-C, or a scheduler's SIGTERM (a nightly job past its time), stops the run with one line and
-    exit 2, and the staging folder is removed on the way out: killed outright, an audit of 10M rounds
-    left 315 MB of it behind."""
-    raise _Stopped(signal.Signals(signum).name)
 
 
 def _failure(error: BaseException) -> str:

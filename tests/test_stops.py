@@ -1,0 +1,94 @@
+"""A stop by signal, wherever the main thread is when it comes (the end-to-end run is in test_cli)."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+
+
+INSTALLED = "import sys, time\nfrom pathlib import Path\nfrom pipeline import stops\nstops.install(2)\n"
+
+
+def stopped(body: str, stop: str = "SIGTERM", first: str = INSTALLED) -> subprocess.CompletedProcess:
+    """Run `first` and `body` in Python; once it prints 'ready', send it `stop`. The process, with
+    what it printed on stdout after 'ready'."""
+    running = subprocess.Popen([sys.executable, "-c", first + textwrap.dedent(body)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert running.stdout.readline() == "ready\n"
+    running.send_signal(getattr(signal, stop))
+    after, stderr = running.communicate(timeout=60)
+    return subprocess.CompletedProcess(running.args, running.returncode, after, stderr)
+
+
+def one_line(stop: str) -> str:
+    return f"error: stopped by {stop} before the run completed\n"
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stop_inside_a_weakref_callback_still_ends_the_run(stop):
+    """Python swallows an exception raised in a weakref callback ("Exception ignored"); the import
+    machinery runs one for each module lock, and a stop raised there hung a run in CI. The stop must
+    end the process wherever it lands."""
+    done = stopped("""
+        import weakref
+        class Held: pass
+        def callback(ref):
+            print("ready", flush=True)
+            time.sleep(30)
+        held = Held()
+        watched = weakref.ref(held, callback)
+        del held
+        print("went on", flush=True)
+        """, stop)
+    assert (done.returncode, done.stderr, done.stdout) == (2, one_line(stop), "")
+
+
+def test_a_stop_removes_the_staging_folder_of_a_run_under_way(tmp_path):
+    done = stopped(f"""
+        folder = Path({str(tmp_path / ".audit-x")!r})
+        with stops.removed_if_stopped(folder):
+            (folder / "staged").mkdir(parents=True)
+            (folder / "staged" / "000000.parquet").write_bytes(b"rows")
+            print("ready", flush=True)
+            time.sleep(30)
+        """)
+    assert done.returncode == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_while_outputs_are_published_lets_the_run_end_as_it_would_have():
+    """A stop among the moves of finished outputs would leave two runs' outputs side by side."""
+    done = stopped("""
+        with stops.publishing():
+            print("ready", flush=True)
+            time.sleep(3)
+            print("all moved", flush=True)
+        sys.exit(1)
+        """)
+    assert (done.returncode, done.stderr, done.stdout) == (1, "", "all moved\n")
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_the_command_takes_a_stop_while_it_is_still_importing_its_libraries(stop):
+    """polars, pyarrow and typer take most of a second to import: a Ctrl-C then was a traceback."""
+    done = stopped("""
+        import sys, time
+
+        class Slow:  # holds the import of polars, the first of the CLI's libraries, until the stop
+            def find_spec(self, name, path=None, target=None):
+                if name == "polars":
+                    print("ready", flush=True)
+                    time.sleep(30)
+
+        sys.meta_path.insert(0, Slow())
+        sys.argv = ["baccarat-audit", "--help"]
+        from pipeline.__main__ import main
+        main()
+        """, stop, first="")
+    assert (done.returncode, done.stderr, done.stdout) == (2, one_line(stop), "")
+
