@@ -18,7 +18,7 @@ import typer
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
-from pipeline import contract, fairness, ingest, profiles, progress, settlement
+from pipeline import contract, fairness, ingest, profiles, progress, settlement, stops
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, first_line
@@ -191,7 +191,8 @@ def validate(
                 docs.mkdir(parents=True, exist_ok=True)
             except OSError as error:
                 raise InputError(f"{docs}: cannot write the Data Docs here ({error.strerror})") from None
-        with tempfile.TemporaryDirectory() as scratch:
+        # Columns are written here a part at a time: a stop by signal removes it, as it does a staging folder.
+        with tempfile.TemporaryDirectory() as scratch, stops.removed_if_stopped(Path(scratch)):
             subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
                                        sum(opened.rows_per_file))
             result = contract.validate([subject], Path(scratch), _window(window_start, window_end), docs)[name]

@@ -92,3 +92,26 @@ def test_the_command_takes_a_stop_while_it_is_still_importing_its_libraries(stop
         """, stop, first="")
     assert (done.returncode, done.stderr, done.stdout) == (2, one_line(stop), "")
 
+
+def test_a_stop_removes_the_scratch_folder_of_validate(tmp_path):
+    """`validate` writes a large log's columns a part at a time to a scratch folder, as an audit does to
+    its staging folder; held here as it first imports Great Expectations, with its scratch folder made."""
+    done = stopped(f"""
+        import sys, tempfile, time
+        from pathlib import Path
+
+        class Slow:
+            def find_spec(self, name, path=None, target=None):
+                if name == "great_expectations":
+                    made = any(Path(tempfile.tempdir).iterdir())
+                    print("ready" if made else "no scratch folder yet", flush=True)
+                    time.sleep(30)
+
+        tempfile.tempdir = {str(tmp_path)!r}
+        sys.meta_path.insert(0, Slow())
+        sys.argv = ["baccarat-audit", "validate", "data/rounds.csv"]
+        from pipeline.__main__ import main
+        main()
+        """, first="")
+    assert (done.returncode, done.stderr) == (2, one_line("SIGTERM"))
+    assert list(tmp_path.iterdir()) == []
