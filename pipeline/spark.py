@@ -431,8 +431,8 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         try:
             names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, staging)
         except BaseException:
-            # A signal may have stopped the session mid-call, which leaves its gateway unable to answer
-            # the stop (a KeyError in py4j): that error would hide the first one.
+            # The error that ended the run is the one to report, even when the session cannot then be
+            # stopped cleanly. (A stop by signal does not pass here: `stops` ends the process.)
             with contextlib.suppress(Exception):
                 spark.stop()
             raise
