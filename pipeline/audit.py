@@ -37,6 +37,7 @@ from pipeline.timestamps import with_timestamp
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS
 DOCS = ingest.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
+SUMMARY = "summary.json"  # what a nightly job reads first: counts, exit code, provenance
 
 
 def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
@@ -398,7 +399,7 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
                                                  summary["bets_read"]))
             validated = contract.validate(subjects, staging, options.window, staging / DOCS)
             add_contract(summary, validated)
-        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
         write_report(staging, findings, log, staged, bet_log, options.profile)
         publish(staging, out_dir)
@@ -457,9 +458,14 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
 
 def publish(staging: Path, out_dir: Path) -> None:
     """Move the finished outputs into place; remove what an earlier run left that this one did not write.
-    A stop by signal among the moves is ignored, and the run ends as it would have (`stops.publishing`)."""
+    summary.json goes out first and comes in last: a run killed outright among the moves (SIGKILL, a
+    power cut) leaves no summary.json beside outputs of two runs. A stop by signal among them is
+    ignored, and the run ends as it would have (`stops.publishing`)."""
     with stops.publishing():
+        (out_dir / SUMMARY).unlink(missing_ok=True)
         for name in OUTPUTS:
+            if name == SUMMARY:
+                continue
             if (staging / name).exists():
                 os.replace(staging / name, out_dir / name)
             elif (out_dir / name).exists():
@@ -468,6 +474,7 @@ def publish(staging: Path, out_dir: Path) -> None:
             contract.move_docs(staging / DOCS, out_dir / DOCS)
         elif (out_dir / DOCS).exists():
             shutil.rmtree(out_dir / DOCS)
+        os.replace(staging / SUMMARY, out_dir / SUMMARY)
 
 
 def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:

@@ -116,6 +116,25 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
                                                           "summary.json"]
 
 
+def test_a_rerun_that_dies_while_publishing_leaves_no_summary_beside_a_mix_of_outputs(
+        faulted_log, clean_log, tmp_path, monkeypatch):
+    """A nightly job reads summary.json first: a run killed among its moves (here, one that fails
+    to move report.html) must not leave the earlier run's summary beside this run's findings."""
+    audit.audit(faulted_log["parquet"], tmp_path, QUICK)
+    moved = os.replace
+
+    def dies_at_the_report(source, target):
+        if str(source).endswith("report.html"):
+            raise OSError(28, "No space left on device")
+        moved(source, target)
+    monkeypatch.setattr(os, "replace", dies_at_the_report)
+    with pytest.raises(OSError):
+        audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    assert _findings(tmp_path).height == 0  # this run's findings were moved in
+    assert not (tmp_path / "summary.json").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".audit-")] == []
+
+
 def _hive_folders(tmp_path) -> pl.DataFrame:
     """tmp_path/logs/table_id=T0n/date=2026-11-01/{a.parquet,b.csv}: tables T01 and T02 of the sample
     log, without their table_id column (200 rows in a.parquet, the rest in b.csv); returns the log."""
