@@ -19,9 +19,12 @@ def stopped(body: str, stop: str = "SIGTERM", first: str = INSTALLED) -> subproc
     what it printed on stdout after 'ready'."""
     running = subprocess.Popen([sys.executable, "-c", first + textwrap.dedent(body)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert running.stdout.readline() == "ready\n"
-    running.send_signal(getattr(signal, stop))
-    after, stderr = running.communicate(timeout=60)
+    try:
+        assert running.stdout.readline() == "ready\n"
+        running.send_signal(getattr(signal, stop))
+        after, stderr = running.communicate(timeout=60)
+    finally:
+        running.kill()  # a process that never got ready, or never stopped, is not left sleeping
     return subprocess.CompletedProcess(running.args, running.returncode, after, stderr)
 
 
