@@ -1,4 +1,4 @@
-"""A run stopped by a signal (a scheduler's SIGTERM past its time limit, or Ctrl-C): one line on
+"""A run stopped by a signal (a scheduler's SIGTERM past its time limit, Ctrl-C, a closed terminal): one line on
 stderr, exit 2, nothing published, and no staging folder left behind (315 MB of it at 10M rounds).
 
 The stop is carried out in the signal handler itself, which removes the staging folders and ends the
@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP: the terminal of an ad-hoc run closed (an ssh session lost), which killed it outright.
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _staging: set[Path] = set()  # folders of runs under way, removed by a stop
 _publishing = threading.Event()  # set while finished outputs are moved into place
@@ -50,7 +51,10 @@ def publishing() -> Iterator[None]:
 
 
 def install(exit_code: int) -> None:
-    """Make SIGTERM and SIGINT stop the process as described above, with `exit_code`."""
+    """Make SIGTERM, SIGINT and SIGHUP stop the process as described above, with `exit_code`. SIGHUP
+    stays ignored when it is (`nohup` ignores it so that a run outlives its terminal); SIGINT is taken
+    even then: a shell script ignores it in the jobs it starts in the background, which no Ctrl-C
+    reaches anyway, only a deliberate `kill -INT`."""
     def stop(signum: int, frame: object) -> None:
         if _publishing.is_set():
             return
@@ -63,4 +67,5 @@ def install(exit_code: int) -> None:
         os._exit(exit_code)
 
     for stopping in SIGNALS:
-        signal.signal(stopping, stop)
+        if not (stopping == signal.SIGHUP and signal.getsignal(stopping) is signal.SIG_IGN):
+            signal.signal(stopping, stop)

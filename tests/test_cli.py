@@ -144,9 +144,9 @@ def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(fa
     assert kept.parent == tmp_path and "in broken" in kept.read_text() and str(failure) in kept.read_text()
 
 
-@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(stop, tmp_path):
-    """A scheduler's SIGTERM (or Ctrl-C) mid-run: one line, exit 2, and neither outputs that look
+    """A scheduler's SIGTERM (or Ctrl-C, or a closed terminal) mid-run: one line, exit 2, and neither outputs that look
     complete nor the staging folder (hundreds of MB at 10M rounds) are left in the output directory."""
     import signal
     import time

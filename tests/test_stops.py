@@ -32,7 +32,7 @@ def one_line(stop: str) -> str:
     return f"error: stopped by {stop} before the run completed\n"
 
 
-@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_stop_inside_a_weakref_callback_still_ends_the_run(stop):
     """Python swallows an exception raised in a weakref callback ("Exception ignored"); the import
     machinery runs one for each module lock, and a stop raised there hung a run in CI. The stop must
@@ -74,6 +74,16 @@ def test_a_stop_while_outputs_are_published_lets_the_run_end_as_it_would_have():
         sys.exit(1)
         """)
     assert (done.returncode, done.stderr, done.stdout) == (1, "", "all moved\n")
+
+
+def test_a_run_under_nohup_outlives_its_terminal():
+    """nohup ignores SIGHUP before the run starts; a closed terminal must not then stop the run."""
+    done = stopped("""
+        print("ready", flush=True)
+        time.sleep(2)
+        print("outlived", flush=True)
+        """, "SIGHUP", first="import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + INSTALLED)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "outlived\n")
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
