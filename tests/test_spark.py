@@ -1,8 +1,14 @@
 """The Spark engine gives the polars engine's findings, row for row (Spark in local mode)."""
 
+import contextlib
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -212,3 +218,50 @@ def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
     assert not findings["recorded"].str.ends_with(".0").any()
     backwards = set(findings.filter(pl.col("check") == "TIMESTAMP")["dealt_at"])
     assert {"2026-11-01T18:01:00.250000Z", "2026-11-01T18:02:00Z"} <= backwards
+
+
+def _descendants(pid: int) -> set[int]:
+    """The processes started, at any depth, by `pid` (from /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _is_java(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/exe").resolve().name == "java"
+    return False
+
+
+def test_a_stop_by_signal_ends_the_spark_driver_and_its_jvm(tmp_path):
+    """`stops` ends the driver with os._exit, without stopping the session: Spark's JVM, started by the
+    driver, must end with it (it does when its stdin closes), and the staging folder must be removed.
+    (`communicate` returns only once the JVM, which shares the driver's stderr, has closed it too.)"""
+    out = tmp_path / "out"
+    log = ASSETS.parent.parent / "data" / "rounds.parquet"
+    running = subprocess.Popen([sys.executable, "-m", "pipeline", "audit", str(log), "--out", str(out),
+                                "--engine", "spark", "--quiet", "--no-contract"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    while running.poll() is None and not any(map(_is_java, _descendants(running.pid))):
+        assert time.monotonic() - started < 120, "no JVM was started"
+        time.sleep(0.1)
+    time.sleep(3)  # the session under way
+    jvm = _descendants(running.pid)
+    running.send_signal(signal.SIGTERM)
+    _, stderr = running.communicate(timeout=120)
+    assert running.returncode == 2
+    # Ours is the one line of the tool; a JVM still starting may add its own log after it.
+    assert [line for line in stderr.splitlines() if line.startswith(("error:", "Traceback"))] == [
+        "error: stopped by SIGTERM before the run completed"], stderr
+    assert list(out.iterdir()) == []
+    while jvm & {int(p.name) for p in Path("/proc").glob("[0-9]*")}:
+        assert time.monotonic() - started < 240, "Spark's JVM outlived its driver"
+        time.sleep(0.5)
