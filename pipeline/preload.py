@@ -7,13 +7,19 @@ loaded (or waits on the import lock until it is).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 
 
 def preload(*modules: str) -> threading.Thread:
-    """Import `modules` in a daemon thread; returns the thread."""
-    thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules],
-                              name=f"import {', '.join(modules)}", daemon=True)
+    """Import `modules` in a daemon thread; returns the thread. An import that fails here fails again
+    where the module is needed, and is reported there as one line: here it would print a traceback."""
+    def load() -> None:
+        for module in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+
+    thread = threading.Thread(target=load, name=f"import {', '.join(modules)}", daemon=True)
     thread.start()
     return thread

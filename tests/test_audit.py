@@ -530,3 +530,14 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
         assert kept.equals(pl.read_parquet(tmp_path / "plain" / name)), name
     assert (tmp_path / "out[1]" / "report.html").read_text().count("<h2>") == (
         tmp_path / "plain" / "report.html").read_text().count("<h2>")
+
+
+def test_a_library_that_cannot_be_preloaded_prints_nothing_in_the_background():
+    """A failed import in the preloading thread would print a traceback beside the run's one line; the
+    import fails again where the module is needed, and is reported there."""
+    script = ("from pipeline.preload import preload\n"
+              "import sys\n"
+              "preload('no_such_library', 'decimal').join()\n"
+              "print('decimal' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
