@@ -37,7 +37,7 @@ from pipeline.timestamps import with_timestamp
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS
 DOCS = ingest.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
-SUMMARY = "summary.json"  # what a nightly job reads first: counts, exit code, provenance
+SUMMARY = ingest.AUDIT_SUMMARY  # what a nightly job reads first: counts, exit code, provenance
 
 
 def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:

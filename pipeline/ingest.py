@@ -223,18 +223,19 @@ LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
 
 #: An audit's own outputs, and its Data Docs folder. Beside its summary.json they are not logs, even
 #: inside a log folder, nor files that a directory holds besides its logs.
+AUDIT_SUMMARY = "summary.json"
 AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
-                 "evidence.json", "summary.json", "report.html")
+                 "evidence.json", AUDIT_SUMMARY, "report.html")
 AUDIT_DOCS = "contract"
 
 
 def _audit_output(path: Path) -> bool:
-    return (path.name in AUDIT_OUTPUTS and (path.parent / "summary.json").is_file()) or _in_docs(path.parent)
+    return (path.name in AUDIT_OUTPUTS and (path.parent / AUDIT_SUMMARY).is_file()) or _in_docs(path.parent)
 
 
 def _in_docs(folder: Path) -> bool:
     """Whether `folder` is an audit's Data Docs folder, or inside one."""
-    return any(docs.name == AUDIT_DOCS and (docs.parent / "summary.json").is_file()
+    return any(docs.name == AUDIT_DOCS and (docs.parent / AUDIT_SUMMARY).is_file()
                for docs in (folder, *folder.parents))
 
 
@@ -247,7 +248,7 @@ def _below(folder: Path) -> list[Path]:
         return []
     found = []
     for parent, folders, names in os.walk(folder):
-        audited = os.path.isfile(os.path.join(parent, "summary.json"))
+        audited = os.path.isfile(os.path.join(parent, AUDIT_SUMMARY))
         folders[:] = [name for name in folders if not (name.startswith(".") or audited and name == AUDIT_DOCS)]
         found += [Path(parent, name) for name in names
                   if not (name.startswith(".") or audited and name in AUDIT_OUTPUTS)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import charts, fairness, integrity, settlement, stored
+from pipeline import charts, fairness, ingest, integrity, settlement, stored
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError
 from pipeline.timestamps import timestamp
@@ -250,7 +250,7 @@ def render(out_dir: Path) -> str:
     """The report page for an audit output directory."""
     out_dir = Path(out_dir)
     try:
-        summary = json.loads((out_dir / "summary.json").read_text())
+        summary = json.loads((out_dir / ingest.AUDIT_SUMMARY).read_text())
         stored.scan(out_dir / "findings.parquet").collect_schema()
     except (OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as error:
         raise InputError(f"{out_dir}: not an audit output directory ({error})") from None

@@ -443,7 +443,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         summary["tool"]["engine"] = "spark"
         if validated is not None:
             polars_engine.add_contract(summary, validated)
-        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (staging / polars_engine.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         polars_engine.publish(staging, out_dir)
     return summary
