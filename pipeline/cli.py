@@ -322,7 +322,7 @@ def main() -> None:
         with ingest.one_row_group_ahead():  # every command, `validate` too; `audit.audit` sets it itself
             code = app(standalone_mode=False)
         if code == TYPER_INTERRUPTED:  # a KeyboardInterrupt: Spark's own Ctrl-C handler, while a session starts
-            typer.echo(f"error: stopped by {signal.SIGINT.name} before the run completed", err=True)
+            typer.echo(stops.said(signal.SIGINT.name), err=True)
             code = EXIT_CANNOT_RUN
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
         typer.echo(f"error: {error.format_message()}", err=True)

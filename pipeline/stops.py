@@ -29,6 +29,11 @@ _staging: set[Path] = set()  # folders of runs under way, removed by a stop
 _publishing = threading.Event()  # set while finished outputs are moved into place
 
 
+def said(stop: str) -> str:
+    """The one line a run stopped by the signal named `stop` ends with."""
+    return f"error: stopped by {stop} before the run completed"
+
+
 @contextmanager
 def removed_if_stopped(folder: Path) -> Iterator[None]:
     """Within the block, a stop removes `folder` (which need not exist yet) before the process ends."""
@@ -64,7 +69,7 @@ def install(exit_code: int) -> None:
         # os.write, not print: the main thread may be inside a write to sys.stderr, and a buffered
         # stream entered again from a signal handler raises instead of writing.
         shown = "\r\x1b[2K\x1b[?25h" if os.isatty(2) else ""  # the progress bar's line, and its hidden cursor
-        os.write(2, f"{shown}error: stopped by {signal.Signals(signum).name} before the run completed\n".encode())
+        os.write(2, f"{shown}{said(signal.Signals(signum).name)}\n".encode())
         os._exit(exit_code)
 
     for stopping in SIGNALS:
