@@ -735,8 +735,11 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
 
 
 def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
-    """A read failure as an InputError on the file: a CSV record that spans lines by its row."""
-    row = _spanning_row(path) if isinstance(error, pl.exceptions.ShapeError) else None
+    """A read failure as an InputError on the file: a CSV record that spans lines by its row. (The reader
+    fails on one with a ShapeError when it is counted, and with a ComputeError when it is read, its
+    quoted field run on to the end of the file.)"""
+    spans = isinstance(error, (pl.exceptions.ShapeError, pl.exceptions.ComputeError))
+    row = _spanning_row(path) if spans else None
     if row is not None:
         return InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
                           "records that span lines are not supported")

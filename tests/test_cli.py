@@ -54,6 +54,11 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
         (lambda d: [_write(d / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n") for name, row in
                     (("a.csv", "R2"), ("b.csv", '"R\n2"'), ("c.csv", "R3"))][0].parent,
          "b.csv: row 2 opens a quoted field that its line does not close"),  # among files counted together
+        # A quote never closed runs on to the end of the file: the reader fails otherwise, on the row too.
+        (lambda d: _write(d / "open.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\n\"R2,KS,2S,,3S,4S,\nR3,KS,2S,,3S,4S,\n"),
+         "open.csv: row 2 opens a quoted field that its line does not close"),
+        (lambda d: _write(d / "end.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\nR2,KS,2S,,3S,4S,\"\n"),
+         "end.csv: row 2 opens a quoted field that its line does not close"),
     ],
 )
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
