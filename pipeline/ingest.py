@@ -83,10 +83,49 @@ def load_mapping(name_or_path: str | Path) -> Mapping:
         raise InputError(f"unknown mapping {str(name_or_path)!r} (known: {known}; or give a path to a JSON file)")
     try:
         data = json.loads(path.read_text())
-        return Mapping(data.get("name", path.stem), dict(data.get("columns", {})),
-                       {k: dict(v) for k, v in data.get("values", {}).items()}, path)
-    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a valid mapping file ({error})") from None
+    problem = _mapping_problem(data)
+    if problem:
+        raise InputError(f"{path}: not a valid mapping file ({problem})")
+    return Mapping(data.get("name", path.stem), data.get("columns", {}), data.get("values", {}), path)
+
+
+MAPPING_KEYS = ("name", "description", "columns", "values")
+
+
+def _mapping_problem(data: object) -> str | None:
+    """What keeps `data` (a mapping file's JSON) from being a mapping, or None. A key misspelt would
+    otherwise be passed over, and the log read as if unmapped: its columns then reported missing."""
+    def texts(table: object) -> bool:
+        return isinstance(table, dict) and all(isinstance(v, str) and v for v in [*table, *table.values()])
+    if not isinstance(data, dict):
+        return f"expected a JSON object with {', '.join(MAPPING_KEYS)}"
+    unknown = [key for key in data if key not in MAPPING_KEYS]
+    if unknown:
+        return f"unknown key {unknown[0]!r}; a mapping has {', '.join(MAPPING_KEYS)}"
+    if not texts(data.get("columns", {})):
+        return 'columns must map each provider column to a contract column, as {"P1": "player_card_1"}'
+    values = data.get("values", {})
+    if not (isinstance(values, dict) and all(texts(table) for table in values.values())):
+        return 'values must map a contract column to its translations, as {"outcome": {"Player Win": "PLAYER"}}'
+    targets = list(data.get("columns", {}).values())
+    twice = next((target for target in targets if targets.count(target) > 1), None)
+    if twice:
+        sources = [source for source, target in data["columns"].items() if target == twice]
+        return f"columns maps {' and '.join(sources)} both to {twice}"
+    return None
+
+
+def check_mapping(mapping: Mapping, contract_name: str) -> None:
+    """A mapping whose columns or values name a column the contract lacks is an InputError: the column
+    would be ignored, and a check that needs it skipped, without a word about the misspelling."""
+    known = columns(contract_name)
+    for part, named in (("columns", mapping.columns.values()), ("values", mapping.values)):
+        stray = [name for name in named if name not in known]
+        if stray:
+            raise InputError(f"{mapping.path}: {part} names {stray[0]!r}, not a column of the {contract_name} "
+                             f"contract ({', '.join(known)})")
 
 
 #: One file's rows by range: (start, count or None for the rest, narrowed) -> those rows, as `Log.frame`
@@ -632,6 +671,8 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     or by a read of the few columns it tests (see `_tested`), in which Parquet files of nights before
     `since` are skipped by their statistics (see `Selection.stored`).
     """
+    if mapping is not None:
+        check_mapping(mapping, contract_name)
     label, files, unread = expand(inputs)
     made: dict[tuple, tuple] = {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made) for path in files], selection)

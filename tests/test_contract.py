@@ -3,6 +3,7 @@
 import json
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ASSETS
@@ -85,6 +86,25 @@ def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):
 def test_unknown_mapping_is_exit_2():
     result = runner.invoke(app, ["audit", str(DATA / "provider_b_rounds.csv"), "--out", "x", "--mapping", "nope"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(("mapping", "message"), [
+    ({"colums": {"P1": "player_card_1"}}, "not a valid mapping file (unknown key 'colums'"),
+    ({"columns": {"round": "round_id", "P1": "round_id"}}, "not a valid mapping file (columns maps round and P1 both to round_id"),
+    ({"columns": ["round"]}, "not a valid mapping file (columns must map each provider column"),
+    ({"values": {"outcome": "PLAYER"}}, "not a valid mapping file (values must map a contract column"),
+    ([], "not a valid mapping file (expected a JSON object"),
+    # A column the contract lacks: the log's time would be passed over, and TIMESTAMP skipped, unsaid.
+    ({"columns": {"time": "dealt_time"}}, "columns names 'dealt_time', not a column of the round_log contract"),
+    ({"values": {"winner": {"Tie": "TIE"}}}, "values names 'winner', not a column of the round_log contract"),
+])
+def test_a_mapping_file_that_is_not_a_mapping_is_exit_2_naming_what_is_wrong(tmp_path, mapping, message):
+    (tmp_path / "m.json").write_text(json.dumps(mapping))
+    result = runner.invoke(app, ["audit", str(DATA / "provider_b_rounds.csv"), "--out", str(tmp_path / "out"),
+                                 "--mapping", str(tmp_path / "m.json")])
+    assert result.exit_code == 2
+    assert f"m.json: {message}" in result.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_unreadable_dealt_at_breaks_the_contract():
