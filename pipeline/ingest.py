@@ -502,6 +502,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
         hint = "" if mapping else "; --mapping renames a provider's columns"
+        in_other_case = {name.casefold(): name for name in names}
+        cased = next((in_other_case[c] for c in missing if c in in_other_case), None)
+        if cased:
+            hint = f"; names are matched as written: {cased} is not {cased.casefold()}{hint}"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]
