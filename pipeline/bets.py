@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from functools import cache, reduce
 
 import polars as pl
@@ -244,13 +244,19 @@ def offered(profile: Profile) -> list[str]:
 _ROUNDING = {"player": ROUND_CEILING, "house": ROUND_FLOOR, "nearest": ROUND_HALF_UP}
 
 
+#: Digits for any stake (16: 12 and 4 decimals) times any return a pay table holds (19: an Int64 of
+#: 1/10^8), and their quotient by a rounding unit: the default context's 28 rounded larger products.
+_EXACT = Context(prec=60)
+
+
 def expected_paid(profile: Profile, stake: Decimal, per_unit: Decimal) -> Decimal:
     """Scalar: the exact amount a stake should return, rounded as the profile says when fractional."""
-    amount = stake * per_unit
+    amount = _EXACT.multiply(stake, per_unit)
     if profile.rounding_mode == "exact":
         return amount
     unit = profile.rounding_unit
-    return (amount / unit).to_integral_value(rounding=_ROUNDING[profile.rounding_mode]) * unit
+    units = _EXACT.divide(amount, unit).to_integral_value(rounding=_ROUNDING[profile.rounding_mode])
+    return _EXACT.multiply(units, unit)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ def _amount_reason(column: str, positive: bool) -> pl.Expr:
     )
 
 
-def _rounded(e12: pl.Expr) -> pl.Expr:
+def rounded(e12: pl.Expr) -> pl.Expr:
+    """An expected payout in 1/10^12 rounded as its bet's profile says (batch twin of `bets.expected_paid`)."""
     unit, mode = pl.col("rounding_unit_e12"), pl.col("rounding_mode")
     return (
         pl.when(mode == "house").then(e12 // unit * unit)
@@ -155,7 +156,7 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
     return joined.with_columns(
         reject=reasons_text([*reasons, *(pl.when(~void).then(reason) for reason in by_the_cards)]),
         expected_e12=pl.when(void).then(pl.col("stake_e4").cast(pl.Int128) * E8)
-        .otherwise(_rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8"))),
+        .otherwise(rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8"))),
         paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
         rule=pl.when(void).then(pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status")))
         .otherwise(pl.format("{} ({} profile)", pl.col("rule"), pl.col("profile"))),
@@ -233,10 +234,12 @@ def in_currencies(money: list[dict], key: str) -> str:
 
 
 def money_str(amount: Decimal) -> str:
-    """Scalar twin of `money_text`: at least two decimals, no trailing zeros beyond them."""
-    amount = amount.normalize()
-    return f"{amount if -amount.as_tuple().exponent > 2 else amount.quantize(Decimal('0.01')):f}"
+    """Scalar twin of `money_text`: at least two decimals, no trailing zeros beyond them. Taken apart
+    as text, which is exact: `normalize` and `quantize` round to the context's 28 digits, and wrote a
+    total of 10^16 and 10^-12 as 10000000000000000.00."""
+    whole, _, fraction = f"{amount:f}".partition(".")
+    return f"{whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def e12_text(value: int) -> str:
-    return money_str(Decimal(value).scaleb(-12))
+    return money_str(Decimal(f"{value}E-12"))  # made from text: exact, where scaleb rounds as `money_str` says

@@ -1,10 +1,14 @@
-"""Settlement in exact money: hand-checked bets, every shipped profile, and both case evaluators."""
+"""Settlement in exact money: hand-checked bets, every shipped profile, both case evaluators, and the
+batch path's money held to its scalar twins on values hypothesis draws."""
 
+import dataclasses
 import itertools
 import json
+from decimal import Decimal, localcontext
 
 import polars as pl
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS
 from pipeline import audit, bets, explain, generate, ingest, parts, profiles, settlement
@@ -214,3 +218,55 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
     for name in ("findings.parquet", "bets_quarantine.parquet"):
         for other in ("cut", "bucketed"):
             assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / other / name)), name
+
+
+# Property-based: amounts, money text and chip rounding have far too many values to enumerate, so
+# hypothesis draws them, and the batch path's expressions are held to their scalar twins (as the
+# replay's two evaluators are on every coup). Each example is a batch, evaluated in one frame.
+DIGITS = "0123456789"
+amount_like = st.one_of(
+    st.from_regex(r"[0-9]{1,13}(\.[0-9]{0,5})?", fullmatch=True),
+    st.text(alphabet=DIGITS + ".-+e ,١٠", max_size=18),  # signs, exponents, separators, Arabic-Indic digits
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(amount_like, min_size=1, max_size=40))
+def test_amounts_are_read_by_the_batch_path_as_by_the_scalar_one(texts):
+    read = pl.DataFrame({"text": texts}, schema={"text": pl.String}).select(
+        settlement.amount_e4(pl.col("text")))["text"].to_list()
+    scalar = [None if (amount := settlement.parse_amount(text)) is None else int(amount * 10**4) for text in texts]
+    assert read == scalar
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=10**30), min_size=1, max_size=40))
+def test_money_is_written_by_the_batch_path_as_by_the_scalar_one(amounts_e12):
+    written = pl.DataFrame({"e12": amounts_e12}, schema={"e12": pl.Int128}).select(
+        settlement.money_text(pl.col("e12")))["e12"].to_list()
+    assert written == [settlement.e12_text(amount) for amount in amounts_e12]
+
+
+stakes = st.decimals(min_value=Decimal("0.0001"), max_value=Decimal("999999999999.9999"), places=4)
+# Returns per unit staked: 41 for a pay of 40:1, and far past it, as a profile may state any.
+returns = st.decimals(min_value=Decimal(0), max_value=Decimal(10**10), places=8)
+units = st.sampled_from([Decimal(u) for u in ("0.0001", "0.01", "0.05", "0.25", "1", "5", "25")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["exact", "house", "player", "nearest"]), units,
+       st.lists(st.tuples(stakes, returns), min_size=1, max_size=40))
+def test_an_expected_payout_is_rounded_by_the_batch_path_as_by_the_scalar_one(mode, unit, bets_drawn):
+    profile = dataclasses.replace(profiles.load("standard"), rounding_mode=mode, rounding_unit=unit)
+    frame = pl.DataFrame(
+        {"stake_e4": [int(stake * 10**4) for stake, _ in bets_drawn],
+         "per_unit_e8": [int(per_unit * 10**8) for _, per_unit in bets_drawn],
+         "rounding_mode": mode, "rounding_unit_e12": int(unit * 10**12)},
+        schema={"stake_e4": pl.Int64, "per_unit_e8": pl.Int64, "rounding_mode": pl.String,
+                "rounding_unit_e12": pl.Int128})
+    batch = frame.select(settlement.rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8")))
+    paid = [bets.expected_paid(profile, stake, per_unit) for stake, per_unit in bets_drawn]  # in the default context
+    with localcontext(prec=60):  # whose 28 digits would round the amounts compared here
+        scalar = [amount * 10**12 for amount in paid]
+        assert all(amount == amount.to_integral_value() for amount in scalar)
+    assert batch.to_series().to_list() == [int(amount) for amount in scalar]
