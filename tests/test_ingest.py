@@ -5,12 +5,13 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS
 from pipeline import ingest
@@ -260,6 +261,32 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     assert read == [*spellings.values(), None]
     # The staged rounds take dealt_utc from the same parse in steps: it reads every spelling alike.
     assert with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(
+    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 12, 31)),
+    st.sampled_from(["T", " "]), st.integers(min_value=0, max_value=6),  # digits of a second's fraction
+    st.one_of(st.none(), st.just("Z"), st.integers(min_value=-14 * 60, max_value=14 * 60)),  # offset minutes
+    st.booleans()), min_size=1, max_size=40))
+def test_any_iso_8601_date_time_is_read_as_its_instant_in_utc(drawn):
+    """dealt_at in every spelling the audit reads, drawn: a separator, a fraction of the second cut to
+    0 to 6 digits, and a Z, an offset (with or without its colon) or no zone (UTC). Read as the instant
+    it names, by the filter's parse and by the staged column's, alike."""
+    texts, instants = [], []
+    for wall, separator, digits, zone, colon in drawn:
+        fraction = f".{wall.microsecond:06d}"[:digits + 1] if digits else ""
+        if zone is None or zone == "Z":
+            offset, written = 0, "" if zone is None else "Z"
+        else:
+            hours, minutes = divmod(abs(zone), 60)
+            offset, written = zone, f"{'-' if zone < 0 else '+'}{hours:02d}{':' if colon else ''}{minutes:02d}"
+        texts.append(f"{wall:%Y-%m-%d}{separator}{wall:%H:%M:%S}{fraction}{written}")
+        cut = wall.replace(microsecond=int(fraction[1:].ljust(6, "0")) if digits else 0)
+        instants.append((cut - timedelta(minutes=offset)).replace(tzinfo=UTC))
+    frame = pl.DataFrame({"t": texts})
+    assert frame.select(timestamp(pl.col("t")))["t"].to_list() == instants, texts
+    assert with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == instants, texts
 
 
 def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
