@@ -373,8 +373,8 @@ def test_a_file_whose_name_looks_like_a_glob_is_read_as_itself(tmp_path, suffix)
     for k, name in enumerate(names):
         rows = log.slice(k * 3, 3)
         rows.write_csv(tmp_path / f"{name}.csv") if suffix == "csv" else rows.write_parquet(tmp_path / f"{name}.parquet")
-    for given in (tmp_path, [str(tmp_path / f"{name}.{suffix}") for name in names]):  # a folder, or the names
-        opened = ingest.scan(given, "round_log")
+    for inputs in (tmp_path, [str(tmp_path / f"{name}.{suffix}") for name in names]):  # a folder, or the names
+        opened = ingest.scan(inputs, "round_log")
         read = opened.frame.collect()
         assert opened.rows_per_file == (3, 3, 3)
         for k, name in enumerate(names):
