@@ -390,9 +390,11 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
     (with each row's file under `file_column`), or the whole of `source` when it is the text of some
     lines (the Spark engine hands over its tasks' lines this way)."""
     schema = {name: pl.String for name in names}
+    # Extra fields ignored here and counted below: polars takes a file's width from its first record,
+    # and stopped the run on a file whose first row has more fields than the header.
     records = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, schema=schema,
-                          missing_columns="insert", truncate_ragged_lines=True, encoding="utf8-lossy",
-                          quote_char='"', include_file_paths=file_column, glob=False)
+                          missing_columns="insert", extra_columns="ignore", truncate_ragged_lines=True,
+                          encoding="utf8-lossy", quote_char='"', include_file_paths=file_column, glob=False)
     # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
     # commas outside quoted text, plus one; none on a blank line (read as null).
     lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
@@ -780,27 +782,38 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
 
 
 def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
-    """A read failure as an InputError on the file: a CSV record that spans lines by its row. (The reader
-    fails on one with a ShapeError when it is counted, and with a ComputeError when it is read, its
-    quoted field run on to the end of the file.)"""
-    spans = isinstance(error, (pl.exceptions.ShapeError, pl.exceptions.ComputeError))
-    row = _spanning_row(path) if spans else None
-    if row is not None:
-        return InputError(f"{path}: row {row} opens a quoted field that its line does not close; "
-                          "records that span lines are not supported")
+    """A read failure as an InputError on the file, a CSV file's by the row its quotes break (see
+    `_misquoted_row`). The reader fails on one with a ShapeError when it is counted, and with a
+    ComputeError when it is read."""
+    misquoted = None
+    if isinstance(error, (pl.exceptions.ShapeError, pl.exceptions.ComputeError)):
+        misquoted = _misquoted_row(path)
+    if misquoted is not None:
+        row, spans = misquoted
+        return InputError(f"{path}: row {row} opens a quoted field that its line does not close; records that "
+                          "span lines are not supported" if spans else
+                          f'{path}: row {row} holds a quote inside a field; a field with quotes in it must be '
+                          'quoted whole and its quotes doubled ("R""2" for R"2)')
     return InputError(f"{path}: could not be read to the end ({first_line(error) or type(error).__name__})")
 
 
-def _spanning_row(path: Path) -> int | None:
-    """The first row of a CSV file whose line holds an odd number of quotes: a record that runs on to
-    the next line, which the reader takes as one record where `csv_records` counts two lines (so their
-    lengths differ). Looked for only once that has happened."""
+_FIELD = r'(?:[^,"]*|"(?:[^"]|"")*")'  # unquoted, or quoted whole with its quotes doubled
+_QUOTED_AS_CSV = rf"^{_FIELD}(?:,{_FIELD})*\r?$"
+
+
+def _misquoted_row(path: Path) -> tuple[int, bool] | None:
+    """The first row of a CSV file whose quotes are not CSV quoting, and whether its line holds an odd
+    number of them: a record that runs on to the next line (which the reader takes as one record where
+    `csv_records` counts two lines, so their lengths differ), or runs on to the end of the file. An
+    even number out of place, a quote inside a field (`R"2,...,4"S`), makes the reader fail too, or
+    read it as it was not meant. Looked for only once the reader has failed."""
     if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
         return None
     lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, schema={"line": pl.String},
                         encoding="utf8-lossy", glob=False).with_row_index("row")
-    odd = lines.filter(pl.col("line").str.count_matches('"') % 2 == 1).select("row").head(1).collect()
-    return odd["row"].item() if odd.height else None
+    odd = pl.col("line").str.count_matches('"') % 2 == 1
+    found = lines.filter(odd | ~pl.col("line").str.contains(_QUOTED_AS_CSV)).select("row", odd=odd).head(1).collect()
+    return (found["row"].item(), found["odd"].item()) if found.height else None
 
 
 CARD_COLUMNS = tuple(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))

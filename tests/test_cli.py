@@ -61,6 +61,9 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
          "open.csv: row 2 opens a quoted field that its line does not close"),
         (lambda d: _write(d / "end.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\nR2,KS,2S,,3S,4S,\"\n"),
          "end.csv: row 2 opens a quoted field that its line does not close"),
+        # Quotes inside a field, even in number: the reader fails on them, or reads the row as one field.
+        (lambda d: _write(d / "inside.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\nR\"2,KS,2S,,3S,4\"S,\nR3,KS,2S,,3S,4S,\n"),
+         "inside.csv: row 2 holds a quote inside a field"),
     ],
 )
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):

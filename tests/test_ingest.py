@@ -1,6 +1,7 @@
 """Bad input: every case gets one line naming the file and what was expected, or a quarantine with
 reasons while the rest is audited. Never a traceback; the counts always add up."""
 
+import csv
 import json
 import os
 import subprocess
@@ -261,6 +262,31 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     assert read == [*spellings.values(), None]
     # The staged rounds take dealt_utc from the same parse in steps: it reads every spelling alike.
     assert with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
+
+
+FIELD_TEXT = st.text(alphabet='ab7KS ,"\té♣', max_size=6)  # commas and quotes, blanks, beyond ASCII
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(FIELD_TEXT, min_size=5, max_size=9), min_size=1, max_size=30))
+def test_csv_rows_are_read_field_for_field_as_python_reads_them(tmp_path_factory, rows):
+    """Rows of drawn fields, written by Python's csv module (fields with a comma or a quote quoted
+    whole, quotes doubled), are read as Python reads them back: each field trimmed, empty as null;
+    a row with fewer or more fields than the header is malformed, naming both counts."""
+    names = ["round_id", "player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3",
+             "banker_card_3"]
+    path = tmp_path_factory.mktemp("csv") / "drawn.csv"
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([names, *rows])
+    with path.open(newline="") as handle:
+        written = list(csv.reader(handle))[1:]
+    read = ingest.scan(path, "round_log").frame.collect()
+    for row, fields in zip(read.iter_rows(named=True), written, strict=True):
+        if len(fields) == len(names):
+            assert row["malformed"] is None
+            assert [row[name] for name in names] == [field.strip() or None for field in fields]
+        else:
+            assert row["malformed"] == f"the row has {len(fields)} fields, the header {len(names)}"
 
 
 @settings(max_examples=40, deadline=None)
