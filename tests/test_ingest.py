@@ -347,6 +347,59 @@ def test_the_test_on_stored_text_keeps_every_row_the_selection_keeps():
     assert ruled_out == {"since": True, "until": True}
 
 
+@st.composite
+def spelled(draw, instant: datetime) -> str:
+    """`instant` (naive, UTC) as a log may store a dealt_at the contract reads: in a zone up to a day
+    off UTC (with its offset), or in UTC (a Z or no zone); month and day padded or not; a fraction;
+    and now and then a sign or white space around it."""
+    # Offsets at the ends of the range too, where a date as written is a day off the date in UTC.
+    minutes = draw(st.one_of(st.sampled_from([-(24 * 60 - 1), -14 * 60, 14 * 60, 24 * 60 - 1]),
+                             st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1)))
+    zone = draw(st.sampled_from(["Z", "", f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"]))
+    wall = instant + timedelta(minutes=minutes if zone not in ("Z", "") else 0)
+    # Mostly padded and plain: a date written otherwise sorts apart from the date (and
+    # `test_the_test_on_stored_text_keeps_every_row_the_selection_keeps` names each such spelling).
+    month, day = (str(n) if draw(st.integers(0, 3)) == 0 else f"{n:02d}" for n in (wall.month, wall.day))
+    fraction = draw(st.sampled_from(["", ".5", f".{wall.microsecond:06d}"]))
+    text = f"{wall.year}-{month}-{day}{draw(st.sampled_from(['T', ' ']))}{wall:%H:%M:%S}{fraction}{zone}"
+    if draw(st.integers(0, 3)):
+        return text
+    blanks = st.sampled_from(["", " ", "\t", "\u00a0", "\u3000"])
+    return draw(blanks) + draw(st.sampled_from(["", "+"])) + text + draw(blanks)
+
+
+@st.composite
+def narrowed_logs(draw) -> tuple[list[tuple[str, str]], datetime]:
+    """A moment and a few rows (dealt_at, table_id) dealt within 26 hours of it: the day a dealt_at as
+    stored is tested wide of the window (`Selection.stored`) is where such a test can fail."""
+    moment = draw(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 12, 31)))
+    near = st.one_of(st.integers(min_value=-60, max_value=60), st.integers(min_value=-26 * 60, max_value=26 * 60)
+                     ).map(lambda m: moment + timedelta(minutes=m))
+    rows = draw(st.lists(st.tuples(near.flatmap(spelled), st.sampled_from([" T01", "T02", "T01\u00a0"])),
+                         min_size=1, max_size=6))
+    return rows, moment.replace(tzinfo=UTC)
+
+
+@settings(max_examples=200, deadline=None)
+@given(narrowed_logs(), st.sampled_from([(), ("T01",)]))
+def test_a_narrowing_never_rules_out_a_row_it_keeps(tmp_path_factory, log, tables):
+    """What runs before the trim (`Selection.stored`) and what rules a Parquet file out unread (its row
+    groups' statistics, `Selection.rules_out_by`) let through every row the narrowing keeps, on
+    drawn spellings of dealt_at and drawn windows (a sound test of the spellings the other tests name)."""
+    rows, moment = log
+    stored = pl.DataFrame(rows, schema={"dealt_at": pl.String, "table_id": pl.String}, orient="row")
+    assert stored.select(timestamp(pl.col("dealt_at").str.strip_chars())).null_count().item() == 0, rows
+    path = tmp_path_factory.mktemp("narrowed") / "log.parquet"
+    stored.write_parquet(path, row_group_size=2)
+    columns = {"dealt_at": "dealt_at", "table_id": "table_id"}
+    for side in ("since", "until"):
+        selection = Selection(tables=tables, **{side: moment})
+        kept = stored.select(pl.all().str.strip_chars()).select(selection.predicate()).to_series()
+        passes = stored.select(selection.stored(columns)).to_series()
+        assert not (kept & ~passes).any(), (side, rows)
+        assert not (kept.any() and selection.rules_out_by(pq.read_metadata(path), columns)), (side, rows)
+
+
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
     """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
     from pipeline import audit
