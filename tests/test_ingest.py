@@ -355,7 +355,8 @@ def spelled(draw, instant: datetime) -> str:
     # Offsets at the ends of the range too, where a date as written is a day off the date in UTC.
     minutes = draw(st.one_of(st.sampled_from([-(24 * 60 - 1), -14 * 60, 14 * 60, 24 * 60 - 1]),
                              st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1)))
-    zone = draw(st.sampled_from(["Z", "", f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"]))
+    hours, rest = divmod(abs(minutes), 60)
+    zone = draw(st.sampled_from(["Z", "", f"{'-' if minutes < 0 else '+'}{hours:02d}:{rest:02d}"]))
     wall = instant + timedelta(minutes=minutes if zone not in ("Z", "") else 0)
     # Mostly padded and plain: a date written otherwise sorts apart from the date (and
     # `test_the_test_on_stored_text_keeps_every_row_the_selection_keeps` names each such spelling).
