@@ -3,10 +3,13 @@ reasons while the rest is audited. Never a traceback; the counts always add up."
 
 import csv
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -747,3 +750,44 @@ def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
         ("100%", 10), ("T/02%", 10), ("VIP:1", 10)]
     narrowed = ingest.scan(tmp_path, "round_log", selection=Selection(tables=("VIP:1",)))
     assert narrowed.frame.collect()["round_id"].to_list() == log["round_id"].head(10).to_list()
+
+
+STORED_TYPES = {
+    "Int8": (pl.Int8, st.integers(-128, 127)), "UInt16": (pl.UInt16, st.integers(0, 2**16 - 1)),
+    "Int64": (pl.Int64, st.integers(-(2**63), 2**63 - 1)),
+    "Float64": (pl.Float64, st.one_of(st.integers(-(2**60), 2**60).map(float), st.floats(allow_nan=True))),
+    "Float32": (pl.Float32, st.one_of(st.integers(-(2**24), 2**24).map(float), st.floats(width=32))),
+    "Decimal": (pl.Decimal(38, 10), st.decimals(min_value=-(10**27), max_value=10**27, places=10, allow_nan=False)),
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(sorted(STORED_TYPES)).flatmap(
+    lambda name: st.tuples(st.just(name), st.lists(STORED_TYPES[name][1], min_size=1, max_size=20))))
+def test_a_typed_parquet_column_is_read_as_the_number_it_holds(tmp_path_factory, drawn):
+    """A hand_no stored as an integer, a float or a decimal, drawn: read as text that names the same
+    number; a whole float or decimal as the whole number (6.0 and 6.0000000000 are 6), NaN as not
+    recorded, any other float as text that reads back as that float."""
+    name, values = drawn
+    dtype = STORED_TYPES[name][0]
+    path = tmp_path_factory.mktemp("typed") / "log.parquet"
+    rows = {c: ["R1", "KS", "2S", None, "3S", "4S", None][i] for i, c in enumerate(
+        ["round_id", "player_card_1", "player_card_2", "player_card_3", "banker_card_1", "banker_card_2", "banker_card_3"])}
+    frame = pl.DataFrame({**{c: [v] * len(values) for c, v in rows.items()}, "hand_no": values},
+                         schema_overrides={"hand_no": dtype, "player_card_3": pl.String, "banker_card_3": pl.String})
+    frame.write_parquet(path)
+    stored = frame["hand_no"].to_list()  # as Parquet holds them (a Float32 is rounded to one)
+    read = ingest.scan(path, "round_log").frame.collect()["hand_no"].to_list()
+    for value, text in zip(stored, read, strict=True):
+        if isinstance(value, float) and math.isnan(value):
+            assert text is None
+        elif isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+            assert text == str(int(value))
+        elif isinstance(value, float):  # read back at the width it was stored at: a Float32's 0.3 is "0.3"
+            read_back = float(text) if dtype == pl.Float64 else struct.unpack("f", struct.pack("f", float(text)))[0]
+            assert read_back == value, (value, text)
+        elif isinstance(value, Decimal):  # as text, exact: Decimal's normalize rounds to 28 digits
+            whole, _, places = f"{value:f}".partition(".")
+            assert text == (f"{whole}.{places.rstrip('0')}".rstrip(".") if value else "0"), (value, text)
+        else:
+            assert text == str(value)
