@@ -242,8 +242,9 @@ def explain(
         typer.echo(f"error: {rounds}: no row has round_id {round_id!r}", err=True)
         raise typer.Exit(EXIT_CANNOT_RUN)
     explained = [explain_round.explain(row) for row in rows if row["reject"] is None]
-    rejected = [{"round_id": round_id, "source_row": row["source_row"], "quarantined": row["reject"]}
-                for row in rows if row["reject"] is not None]
+    explain_round.note_copies(explained)
+    rejected = [{"round_id": round_id, "source_file": row["source_file"], "source_row": row["source_row"],
+                 "quarantined": row["reject"]} for row in rows if row["reject"] is not None]
     if bets:  # with each replayed row; with the first quarantined one when none was replayed
         unsettled = explain_round.unsettled(round_id, len(explained), len(rejected))
         for explanation in explained:

@@ -74,6 +74,7 @@ def explain(row: dict) -> dict:
     ]
     return {
         "round_id": row["round_id"],
+        "source_file": row["source_file"],
         "source_row": row["source_row"],
         "profile": row["profile"],
         "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
@@ -165,12 +166,25 @@ def _agrees(field: str, replayed: str, recorded: str) -> bool:
     return recorded == replayed
 
 
+def note_copies(explained: list[dict]) -> None:
+    """A note on each replayed row of a round_id that is on several (`copies`): the audit flags every
+    copy DUPLICATE_ROUND, which one row's replay cannot show."""
+    if len(explained) < 2:
+        return
+    rows = ", ".join(f"{e['source_file']} row {e['source_row']}" for e in explained)
+    for explanation in explained:
+        explanation["copies"] = (f"DUPLICATE_ROUND: round_id {explanation['round_id']} is on {len(explained)} "
+                                 f"replayable rows of the log ({rows}); the audit flags every copy.")
+
+
 def render(explanation: dict) -> str:
     """The explanation (or a quarantined row's reason) as plain text for a terminal."""
-    lines = [f"Round {explanation['round_id']} (row {explanation['source_row']})"]
+    lines = [f"Round {explanation['round_id']} ({explanation['source_file']}, row {explanation['source_row']})"]
     if "quarantined" in explanation:
         lines[0] += f" is quarantined: {explanation['quarantined']}"
     else:
+        if "copies" in explanation:
+            lines.append(f"  {explanation['copies']}")
         lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
         lines.append("  Recorded against replayed:")
     for c in explanation.get("comparisons", []):

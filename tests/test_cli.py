@@ -191,8 +191,15 @@ def test_explain_json_shows_every_copy_of_a_duplicate_and_quarantined_rows():
     assert [e["source_row"] for e in explained] == [1, 10]
     assert explained[0]["replay"]["natural"] is True
     assert {c["field"]: c["agrees"] for c in explained[0]["comparisons"]}["outcome"] is True
+    log = str(ASSETS / "mixed_notation.csv")
+    assert explained[1]["copies"] == (f"DUPLICATE_ROUND: round_id R1 is on 2 replayable rows of the log ({log} row 1, "
+                                      f"{log} row 10); the audit flags every copy.")
+    text = run("explain", ASSETS / "mixed_notation.csv", "R1").output
+    assert text.startswith(f"Round R1 ({log}, row 1)\n  {explained[0]['copies']}\n  1. Opening cards"), text
     quarantined = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R9", "--json").output)
-    assert quarantined == [{"round_id": "R9", "source_row": 9, "quarantined": "player_card_3 'ZZ' is not a card"}]
+    assert quarantined == [{"round_id": "R9", "source_file": log, "source_row": 9,
+                            "quarantined": "player_card_3 'ZZ' is not a card"}]
+    assert "copies" not in json.loads(run("explain", ASSETS / "mixed_notation.csv", "R2", "--json").output)[0]
 
 
 def test_explain_finds_every_copy_across_parquet_files_whatever_the_spaces_around_the_id(tmp_path):
@@ -204,7 +211,8 @@ def test_explain_finds_every_copy_across_parquet_files_whatever_the_spaces_aroun
     log.with_columns(round_id=pl.when(pl.col("round_id") == "R1").then(pl.lit(" R1 ")).otherwise("round_id")
                      ).write_parquet(tmp_path / "logs" / "b.parquet")
     explained = json.loads(run("explain", tmp_path / "logs", "R1", "--json").output)
-    assert [e["source_row"] for e in explained] == [1, 10]  # both in b.parquet: a.parquet holds no R1
+    assert [(e["source_file"], e["source_row"]) for e in explained] == [(str(tmp_path / "logs" / "b.parquet"), 1),
+                                                                        (str(tmp_path / "logs" / "b.parquet"), 10)]
 
 
 def test_explain_of_a_round_under_an_unknown_profile_names_the_file_and_column(tmp_path):
@@ -280,7 +288,8 @@ def test_explain_gives_each_bet_the_verdict_the_audit_gives_it(tmp_path):
     text = run("explain", ASSETS / "mixed_notation.csv", "R1", "--bets", tmp_path / "bets.csv").output
     assert "Bet B17:\n    Cannot be settled by the cards: round 'R1' is on 2 rows of the round log.\n" in text
     text = run("explain", ASSETS / "mixed_notation.csv", "R9", "--bets", tmp_path / "bets.csv").output
-    assert text.startswith("Round R9 (row 9) is quarantined: player_card_3 'ZZ' is not a card\n  Bet B30:\n"
+    assert text.startswith(f"Round R9 ({ASSETS / 'mixed_notation.csv'}, row 9) is quarantined: "
+                           "player_card_3 'ZZ' is not a card\n  Bet B30:\n"
                            "    Cannot be settled by the cards: round 'R9' is quarantined in the round log.\n")
 
 
