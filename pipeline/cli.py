@@ -186,16 +186,16 @@ def validate(
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
-        if docs is not None:  # made first: Great Expectations would log a traceback for each page it cannot write
-            try:
-                docs.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise InputError(f"{docs}: cannot write the Data Docs here ({error.strerror})") from None
         # Columns are written here a part at a time: a stop by signal removes it, as it does a staging folder.
-        with tempfile.TemporaryDirectory() as scratch, stops.removed_if_stopped(Path(scratch)):
+        # The Data Docs folder is made first: Great Expectations would log a traceback for each page it
+        # cannot write.
+        with (tempfile.TemporaryDirectory() as scratch, stops.removed_if_stopped(Path(scratch)),
+              contract.staged_docs(docs) as staged):
             subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
                                        sum(opened.rows_per_file))
-            result = contract.validate([subject], Path(scratch), _window(window_start, window_end), docs)[name]
+            result = contract.validate([subject], Path(scratch), _window(window_start, window_end), staged)[name]
+            if docs is not None:
+                contract.publish_docs(staged, docs)
     except InputError as error:
         raise _fail(error) from None
     if as_json:

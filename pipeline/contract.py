@@ -15,15 +15,18 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 
-from pipeline import ingest, parts
+from pipeline import ingest, parts, stops
+from pipeline.errors import InputError
 from pipeline.preload import preload as preloading
 from pipeline.settlement import amount_e4
 from pipeline.timestamps import with_timestamp
@@ -322,3 +325,33 @@ def move_docs(staging: Path, target: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     staging.rename(target)
+
+
+@contextmanager
+def staged_docs(target: Path | None) -> Iterator[Path | None]:
+    """A new hidden folder beside `target` (None without one) for Data Docs written as `validate` runs,
+    removed on the way out however it ends, a stop by signal included; `publish_docs` moves it into
+    place once they are complete. Written in place, a run that failed or was stopped left a folder of
+    some pages of its own beside the earlier run's. An InputError naming `target` when it cannot be made."""
+    if target is None:
+        yield None
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    except OSError as error:
+        raise InputError(f"{target}: cannot write the Data Docs here ({error.strerror})") from None
+    with stops.removed_if_stopped(staging):
+        try:
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def publish_docs(staging: Path, target: Path) -> None:
+    """The Data Docs of `staged_docs` moved into place, a stop ignored meanwhile (`stops.publishing`)."""
+    with stops.publishing():
+        try:
+            move_docs(staging, target)
+        except OSError as error:
+            raise InputError(f"{target}: cannot write the Data Docs here ({error.strerror})") from None

@@ -1,6 +1,7 @@
 """The Great Expectations contract: suites in schemas/, results in summary.json, Data Docs, mappings."""
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -9,6 +10,7 @@ from typer.testing import CliRunner
 from conftest import ASSETS
 from pipeline import audit, bets, cards, contract, ingest
 from pipeline.cli import app
+from pipeline.errors import InputError
 from pipeline.timestamps import timestamp
 
 runner = CliRunner()
@@ -68,6 +70,32 @@ def test_validate_checks_the_window_alone(tmp_path):
     inside = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(tmp_path / "docs")])
     assert inside.exit_code == 0, inside.output
     assert (tmp_path / "docs" / "index.html").is_file()
+
+
+def test_validate_replaces_its_data_docs_only_once_they_are_complete(tmp_path, monkeypatch):
+    """`validate --docs` writes beside the folder and moves its pages in at the end: a run that fails
+    partway leaves the earlier run's Data Docs whole and nothing of its own; one that completes
+    replaces them."""
+    docs = tmp_path / "docs"
+    args = ["validate", str(DATA / "rounds.csv"), "--docs", str(docs)]
+    assert runner.invoke(app, args).exit_code == 1  # the sample's duplicated round_id
+    earlier = {p.relative_to(docs): p.read_bytes() for p in docs.rglob("*") if p.is_file()}
+    assert Path("index.html") in earlier
+    real = contract.validate
+
+    def fails_partway(subjects, scratch, window, docs_folder):
+        (docs_folder / "index.html").write_text("half a run")
+        raise InputError(f"{subjects[0].label}: could not be read to the end (a disk error)")
+
+    monkeypatch.setattr(contract, "validate", fails_partway)
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 2 and "a disk error" in failed.output
+    assert {p.relative_to(docs): p.read_bytes() for p in docs.rglob("*") if p.is_file()} == earlier
+    assert list(tmp_path.iterdir()) == [docs]
+    monkeypatch.setattr(contract, "validate", real)
+    bets = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(docs)])
+    assert bets.exit_code == 0 and list(tmp_path.iterdir()) == [docs]
+    assert not any("round_log" in str(p) for p in docs.rglob("*")) and (docs / "index.html").is_file()
 
 
 def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):

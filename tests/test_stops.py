@@ -106,9 +106,14 @@ def test_the_command_takes_a_stop_while_it_is_still_importing_its_libraries(stop
     assert (done.returncode, done.stderr, done.stdout) == (2, one_line(stop), "")
 
 
-def test_a_stop_removes_the_scratch_folder_of_validate(tmp_path):
+def test_a_stop_removes_the_scratch_folder_of_validate_and_leaves_its_data_docs_as_they_were(tmp_path):
     """`validate` writes a large log's columns a part at a time to a scratch folder, as an audit does to
-    its staging folder; held here as it first imports Great Expectations, with its scratch folder made."""
+    its staging folder, and its Data Docs to a folder beside `--docs`; held here as it first imports
+    Great Expectations, with both made. The earlier run's Data Docs stay as they were."""
+    scratch, out = tmp_path / "scratch", tmp_path / "out"
+    scratch.mkdir()
+    (out / "docs").mkdir(parents=True)
+    (out / "docs" / "index.html").write_text("an earlier run's")
     done = stopped(f"""
         import sys, tempfile, time
         from pathlib import Path
@@ -116,15 +121,16 @@ def test_a_stop_removes_the_scratch_folder_of_validate(tmp_path):
         class Slow:
             def find_spec(self, name, path=None, target=None):
                 if name == "great_expectations":
-                    made = any(Path(tempfile.tempdir).iterdir())
+                    made = any(Path(tempfile.tempdir).iterdir()) and len(list(Path({str(out)!r}).iterdir())) == 2
                     print("ready" if made else "no scratch folder yet", flush=True)
                     time.sleep(30)
 
-        tempfile.tempdir = {str(tmp_path)!r}
+        tempfile.tempdir = {str(scratch)!r}
         sys.meta_path.insert(0, Slow())
-        sys.argv = ["baccarat-audit", "validate", "data/rounds.csv"]
+        sys.argv = ["baccarat-audit", "validate", "data/rounds.csv", "--docs", {str(out / "docs")!r}]
         from pipeline.__main__ import main
         main()
         """, first="")
     assert (done.returncode, done.stderr) == (2, one_line("SIGTERM"))
-    assert list(tmp_path.iterdir()) == []
+    assert list(scratch.iterdir()) == []
+    assert list(out.iterdir()) == [out / "docs"] and (out / "docs" / "index.html").read_text() == "an earlier run's"
