@@ -790,10 +790,10 @@ def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
         misquoted = _misquoted_row(path)
     if misquoted is not None:
         row, spans = misquoted
-        return InputError(f"{path}: row {row} opens a quoted field that its line does not close; records that "
-                          "span lines are not supported" if spans else
-                          f'{path}: row {row} holds a quote inside a field; a field with quotes in it must be '
-                          'quoted whole and its quotes doubled ("R""2" for R"2)')
+        why = ("opens a quoted field that its line does not close; records that span lines are not supported"
+               if spans else 'holds a quote inside a field; a field with quotes in it must be quoted whole and '
+               'its quotes doubled ("R""2" for R"2)')
+        return InputError(f"{path}: row {row} {why}")
     return InputError(f"{path}: could not be read to the end ({first_line(error) or type(error).__name__})")
 
 
