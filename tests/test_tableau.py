@@ -1,11 +1,16 @@
-"""The tableau, and the proof that the scalar and vectorized replays are the same function."""
+"""The tableau, and the proof that the scalar and vectorized replays are the same function (and give
+the per-round checks the same verdicts)."""
 
+import csv
 import itertools
 
 import polars as pl
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from pipeline import coup, replay, tableau
+from pipeline import audit, cards, coup, explain, ingest, integrity, replay, tableau
+from pipeline.checks import PER_ROUND
+from pipeline.findings import round_findings
 
 VALUES = range(10)
 THIRDS = (None, *VALUES)
@@ -57,3 +62,35 @@ def test_scalar_and_vectorized_replays_agree_on_every_value_sequence():
             first = next(i for i, (g, e) in enumerate(zip(got, expected)) if g != e)
             pytest.fail(f"{column} differs first at {sequences[first]}: vectorized {got[first]}, "
                         f"scalar {expected[first]}")
+
+
+CARD_NAMES = [f"{rank}{suit}" for rank in cards.RANKS for suit in cards.SUITS]
+TOTALS = st.one_of(st.integers(min_value=-2, max_value=12).map(str),
+                   st.tuples(st.sampled_from(["+", "-", "0", "+0", "00"]), st.integers(min_value=0, max_value=9),
+                             st.sampled_from(["", ".0", "_0"])).map(lambda parts: "".join(map(str, parts))),
+                   st.text(alphabet="0123456789+-. _\u0665x", max_size=4))  # an Arabic-Indic five among them
+OUTCOMES = st.one_of(st.sampled_from(sorted(ingest.outcome_spellings())).map(lambda s: s.lower() if len(s) > 1 else s),
+                     st.text(alphabet="PBTplayerbankertieWIN _", max_size=8))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(CARD_NAMES), min_size=4, max_size=4),
+                          st.lists(st.one_of(st.none(), st.sampled_from(CARD_NAMES)), min_size=2, max_size=2),
+                          TOTALS, TOTALS, OUTCOMES), min_size=1, max_size=40))
+def test_each_round_check_flags_what_the_scalar_replay_says_disagrees(tmp_path_factory, rounds):
+    """Drawn rounds (any four opening cards, a third card or none each, totals and a result written any
+    way), in a CSV log: the per-round checks of the batch path flag exactly the draws, totals and
+    results `explain` (the scalar replay) finds not to agree, and nothing it finds not recorded."""
+    path = tmp_path_factory.mktemp("rounds") / "log.csv"
+    header = ["round_id", *integrity.DEAL_ORDER, "player_total", "banker_total", "outcome"]
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(
+            [header, *([f"R{i}", *opening, *thirds, player, banker, outcome]
+                       for i, (opening, thirds, player, banker, outcome) in enumerate(rounds))])
+    rows = audit.prepared(ingest.scan(path, "round_log").frame, "standard").collect()
+    assert rows["reject"].null_count() == len(rounds)  # every card is readable
+    flagged = set(round_findings(rows.lazy(), PER_ROUND).select("round_id", "check").collect().iter_rows())
+    disagree = {(row["round_id"], comparison["field"].upper().replace(" ", "_"))
+                for row in rows.iter_rows(named=True)
+                for comparison in explain.explain(row)["comparisons"] if comparison["agrees"] is False}
+    assert flagged == disagree
