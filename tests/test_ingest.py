@@ -130,6 +130,41 @@ def test_rows_that_cannot_be_replayed_are_quarantined_and_the_rest_audited(case,
     assert summary["rows_read"] == content.count(b"\n" if isinstance(content, bytes) else "\n") - 1
 
 
+#: Kinds of line a CSV log holds, each as written (for row i) and the reason it is quarantined, if any.
+LINES = {
+    "good": (lambda i: f"R{i},KS,9H,5D,QC,,,5", None),
+    "quoted": (lambda i: f'"R{i}","KS",9H,5D,QC,,,5', None),
+    "comma in quotes": (lambda i: f'"R{i},a",KS,9H,5D,QC,,,5', None),
+    "blank": (lambda i: "", "the line is blank"),
+    "too few fields": (lambda i: f"R{i},KS,9H", "the row has 3 fields, the header 8"),
+    "too many fields": (lambda i: f"R{i},KS,9H,5D,QC,,,5,x", "the row has 9 fields, the header 8"),
+    "not a card": (lambda i: f"R{i},XX,9H,5D,QC,,,5", "player_card_1 'XX' is not a card"),
+    "no round_id": (lambda i: ",KS,9H,5D,QC,,,5", "round_id is empty"),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(sorted(LINES)), min_size=1, max_size=12), st.booleans(), st.booleans(), st.booleans())
+def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_path_factory, kinds, crlf, ends, bom):
+    """Drawn logs of good and bad lines, with Windows line ends or not, a last line ended or not, and
+    a byte order mark or not: every line under the header is a row, audited or quarantined with the
+    reason its kind gives, and the counts add up."""
+    from pipeline import audit
+
+    if kinds[-1] == "blank":  # an unended blank last line is no line at all
+        ends = True
+    end = "\r\n" if crlf else "\n"
+    text = ("\ufeff" if bom else "") + end.join([HEADER, *(LINES[kind][0](i) for i, kind in enumerate(kinds))])
+    folder = tmp_path_factory.mktemp("log")
+    path = write(folder / "log.csv", text + (end if ends else ""))
+    summary = audit.audit(path, folder / "out", audit.Options(validate=False, across_rounds=False)).summary
+    quarantined = dict(pl.read_parquet(folder / "out" / "quarantine.parquet").select("source_row", "reason").iter_rows())
+    expected = {i + 1: LINES[kind][1] for i, kind in enumerate(kinds) if LINES[kind][1]}
+    assert {row: reason.split("; ")[0] for row, reason in quarantined.items()} == expected, (text, quarantined)
+    assert (summary["rows_read"], summary["rows_quarantined"]) == (len(kinds), len(expected))
+    assert summary["rounds_audited"] == len(kinds) - len(expected)
+
+
 def test_a_text_total_is_a_finding_not_a_rejection(tmp_path):
     path = write(tmp_path / "log.csv", f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,five\n")
     cli("audit", path, "--out", tmp_path, "--no-contract")
