@@ -158,7 +158,8 @@ def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_p
     folder = tmp_path_factory.mktemp("log")
     path = write(folder / "log.csv", text + (end if ends else ""))
     summary = audit.audit(path, folder / "out", audit.Options(validate=False, across_rounds=False)).summary
-    quarantined = dict(pl.read_parquet(folder / "out" / "quarantine.parquet").select("source_row", "reason").iter_rows())
+    quarantine = pl.read_parquet(folder / "out" / "quarantine.parquet")
+    quarantined = dict(quarantine.select("source_row", "reason").iter_rows())
     expected = {i + 1: LINES[kind][1] for i, kind in enumerate(kinds) if LINES[kind][1]}
     assert {row: reason.split("; ")[0] for row, reason in quarantined.items()} == expected, (text, quarantined)
     assert (summary["rows_read"], summary["rows_quarantined"]) == (len(kinds), len(expected))
