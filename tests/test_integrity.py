@@ -1,13 +1,16 @@
 """Integrity across rounds and fairness statistics, on generated shoes and hand-written logs."""
 
 import math
+from collections import Counter
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
+from hypothesis import given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
-from pipeline import audit, fairness, generate, ingest
+from pipeline import audit, cards, coup, fairness, generate, ingest, profiles
 from pipeline.selection import Selection
 from pipeline.timestamps import timestamp
 
@@ -220,3 +223,98 @@ def test_a_window_that_begins_mid_shoe_is_not_a_gap_at_the_start_of_the_shoe(tmp
             for out in ("whole", "narrowed")}
     assert gaps["narrowed"] and gaps["narrowed"] <= gaps["whole"]
     assert not any("follows the start of the shoe" in detail for _, detail in gaps["narrowed"])
+
+
+def _integrity_by_hand(rows: list[dict], decks: int, started: datetime) -> set[tuple]:
+    """The integrity findings of a log, worked out shoe by shoe in plain Python from the README's
+    rules, apart from the batch path: (row, check, expected, recorded) for each."""
+    found = set()
+    for row in rows:
+        if row["dealt_at"] is not None and row["at"] is None:
+            found.add((row["row"], "TIMESTAMP", "an ISO 8601 date-time", row["dealt_at"]))
+        elif row["at"] is not None and row["at"] > started:
+            found.add((row["row"], "TIMESTAMP", f"before {started:%Y-%m-%dT%H:%M:%SZ}", row["dealt_at"]))
+        if row["shoe_id"] is not None and row["hand_no"] is not None and row["hand"] is None:
+            found.add((row["row"], "SHOE_SEQUENCE", "a whole number", row["hand_no"]))
+    for shoe in {row["shoe_id"] for row in rows} - {None}:
+        # Hand_no order, file order breaking ties; a hand_no that is not a number comes first.
+        dealt = sorted((row for row in rows if row["shoe_id"] == shoe),
+                       key=lambda row: (row["hand"] is not None, row["hand"] or 0, row["row"]))
+        timed = [row for row in dealt if row["at"] is not None]
+        for before, row in zip(timed, timed[1:]):
+            if row["at"] < before["at"]:
+                found.add((row["row"], "TIMESTAMP", f"not before {before['at']:%Y-%m-%dT%H:%M:%SZ}", row["dealt_at"]))
+        numbered, copies, cards_dealt = [row for row in dealt if row["hand"] is not None], Counter(), 0
+        for previous, row in zip([None, *numbered], numbered):
+            copies[row["hand"]] += 1
+            expected = 1 if previous is None else previous["hand"] + 1
+            if copies[row["hand"]] > 1:
+                found.add((row["row"], "SHOE_SEQUENCE", "once per shoe", f"copy {copies[row['hand']]}"))
+            elif row["hand"] > expected:
+                found.add((row["row"], "SHOE_SEQUENCE", str(expected), row["hand_no"]))
+            cards_dealt += len(row["cards"])
+            if cards_dealt > 52 * decks >= cards_dealt - len(row["cards"]):
+                found.add((row["row"], "SHOE_SEQUENCE", f"at most {52 * decks} cards", f"{cards_dealt} cards"))
+        seen = Counter()
+        for row in dealt:
+            for card in row["cards"]:
+                seen[card] += 1
+                if seen[card] == decks + 1:
+                    found.add((row["row"], "CARD_COUNT", f"at most {decks}", f"{decks + 1} {card}"))
+    return found
+
+
+# Twelve cards, dealt from one deck (a profile of this test's), so that a shoe shows one of them too
+# often and deals more cards than it holds within a few dozen hands.
+FEW_CARDS = ["KS", "9H", "5D", "AC", "2S", "10H", "QD", "7C", "3H", "8S", "4D", "6C"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["S1", "S1", "S1", "S2", ""]),
+    st.one_of(st.integers(min_value=0, max_value=9).map(str), st.sampled_from(["", "x", "2.5"])),
+    st.one_of(st.integers(min_value=0, max_value=40), st.just(None), st.just(-1)),  # minutes, empty, unreadable
+    st.lists(st.sampled_from(FEW_CARDS), min_size=4, max_size=4),
+    st.lists(st.one_of(st.none(), st.sampled_from(FEW_CARDS)), min_size=2, max_size=2)), min_size=25, max_size=60),
+    st.sampled_from([4, 7, 1000]))
+def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_factory, drawn, piece_rows):
+    """Drawn logs of a few shoes (hand numbers repeated, missing, out of order or not numbers; times
+    going backwards, empty or unreadable; few distinct cards, so that some shoe shows one too often),
+    audited in pieces of a few rows (shoes cut across pieces) or whole: CARD_COUNT, SHOE_SEQUENCE and
+    TIMESTAMP find exactly what working each shoe out by hand finds."""
+    path = tmp_path_factory.mktemp("shoes") / "log.csv"
+    lines = ["round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+             "player_card_3,banker_card_3"]
+    for i, (shoe, hand, minute, opening, thirds) in enumerate(drawn):
+        dealt_at = "" if minute is None else "noon" if minute < 0 else f"2025-06-01T12:{minute:02d}:00Z"
+        lines.append(",".join([f"R{i}", shoe, hand, dealt_at, *opening, *(third or "" for third in thirds)]))
+    path.write_text("\n".join(lines) + "\n")
+    shipped, was = (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS
+    profiles.SCHEMAS = path.parent / "schemas"
+    profiles.PROFILES = profiles.SCHEMAS / "profiles"
+    profiles.PROFILES.mkdir(parents=True)
+    (profiles.PROFILES / "standard.toml").write_text((shipped[1] / "standard.toml").read_text())
+    (profiles.PROFILES / "one-deck.toml").write_text('name = "one-deck"\nbase = "standard"\ndecks = 1\n')
+    profiles.load.cache_clear()
+    audit.PIECE_ROWS = piece_rows
+    try:
+        result = audit.audit(path, path.parent / "out", audit.Options(validate=False, profile="one-deck"))
+    finally:
+        (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS = shipped, was
+        profiles.load.cache_clear()
+    started = datetime.fromisoformat(result.summary["started_at"])  # every drawn time is before it
+    rows = []
+    for i, (shoe, hand, minute, opening, thirds) in enumerate(drawn):
+        replayed = coup.replay(*(cards.value_of(cards.parse(card)) for card in opening),
+                               *(None if third is None else cards.value_of(cards.parse(third)) for third in thirds))
+        # Cards as dealt: a third card given where the tableau says stand still came out of the shoe.
+        dealt = [*opening, *(third for third in thirds if third is not None)]
+        assert len(dealt) == 4 + replayed.player_drew + replayed.banker_drew
+        at = None if minute is None or minute < 0 else datetime(2025, 6, 1, 12, minute, tzinfo=UTC)
+        rows.append({"row": i + 1, "shoe_id": shoe or None, "hand_no": hand or None,
+                     "hand": int(hand) if hand.isdigit() else None, "dealt_at": lines[i + 1].split(",")[3] or None,
+                     "at": at, "cards": [opening[0], opening[1], opening[2], opening[3], *dealt[4:]]})
+    findings = pl.read_parquet(path.parent / "out" / "findings.parquet").filter(
+        pl.col("check").is_in(["CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"]))
+    assert set(findings.select("source_row", "check", "expected", "recorded").iter_rows()) == \
+        _integrity_by_hand(rows, 1, started)
