@@ -270,3 +270,49 @@ def test_an_expected_payout_is_rounded_by_the_batch_path_as_by_the_scalar_one(mo
         scalar = [amount * 10**12 for amount in paid]
         assert all(amount == amount.to_integral_value() for amount in scalar)
     assert batch.to_series().to_list() == [int(amount) for amount in scalar]
+
+
+#: Kinds of line a CSV bet log holds, each as written (for bet i, on round R1 of a one-round log where
+#: Player wins 5 to 3) and the reason it is quarantined, if any; settled ones say whether paid right.
+BET_LINES = {
+    "paid right": (lambda i: f"R1,B{i},PLAYER,10,20,", None),
+    "paid wrong": (lambda i: f"R1,B{i},PLAYER,10,19.99,", None),
+    "quoted": (lambda i: f'"R1","B{i}","banker","10.50",0,', None),
+    "void": (lambda i: f"R9,B{i},TIE,5,5,VOID", None),
+    "blank": (lambda i: "", "the line is blank"),
+    "too few fields": (lambda i: f"R1,B{i},PLAYER", "the row has 3 fields, the header 6"),
+    "too many fields": (lambda i: f"R1,B{i},PLAYER,10,20,,x", "the row has 7 fields, the header 6"),
+    "no bet_id": (lambda i: "R1,,PLAYER,10,20,", "bet_id is empty"),
+    "a stake of 0": (lambda i: f"R1,B{i},PLAYER,0,0,", "stake '0' is not more than 0"),
+    "a comma in the stake": (lambda i: f'R1,B{i},PLAYER,"1,000",2000,', "stake '1,000' is not an amount"),
+    "not in the log": (lambda i: f"R7,B{i},PLAYER,10,20,", "round 'R7' is not in the round log"),
+    "open": (lambda i: f"R1,B{i},PLAYER,10,0,PENDING", "bet status 'PENDING' is not settled yet"),
+}
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.sampled_from(sorted(BET_LINES)), min_size=1, max_size=12), st.booleans(), st.booleans())
+def test_every_line_of_a_csv_bet_log_is_settled_or_quarantined_with_its_reason(tmp_path_factory, kinds, crlf, ends):
+    """Drawn bet logs of lines settled (paid right or not, void) and lines that cannot be, with Windows
+    line ends or not and a last line ended or not: every line is a bet, settled or quarantined with
+    the reason its kind gives, the wrongly paid ones flagged, and the counts add up."""
+    if kinds[-1] == "blank":  # an unended blank last line is no line at all
+        ends = True
+    folder = tmp_path_factory.mktemp("bets")
+    (folder / "rounds.csv").write_text("round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+                                       "player_card_3,banker_card_3\nR1,3S,KH,2D,3C,,\n")
+    end = "\r\n" if crlf else "\n"
+    lines = (BET_LINES[kind][0](i) for i, kind in enumerate(kinds))
+    text = end.join(["round_id,bet_id,bet_type,stake,paid,status", *lines])
+    (folder / "bets.csv").write_bytes((text + (end if ends else "")).encode())
+    summary = audit.audit(folder / "rounds.csv", folder / "out", audit.Options(bets=folder / "bets.csv", validate=False,
+                                                                            across_rounds=False)).summary
+    quarantine = pl.read_parquet(folder / "out" / "bets_quarantine.parquet")
+    reasons = {row: reason.split("; ")[0] for row, reason in quarantine.select("source_row", "reason").iter_rows()}
+    expected = {i + 1: BET_LINES[kind][1] for i, kind in enumerate(kinds) if BET_LINES[kind][1]}
+    assert {row: reasons.get(row, "")[:len(why)] for row, why in expected.items()} == expected, (text, reasons)
+    assert set(reasons) == set(expected)
+    flagged = set(pl.read_parquet(folder / "out" / "findings.parquet").filter(pl.col("source") == "bets")["source_row"])
+    assert flagged == {i + 1 for i, kind in enumerate(kinds) if kind == "paid wrong"}
+    assert (summary["bets_read"], summary["bets_quarantined"]) == (len(kinds), len(expected))
+    assert summary["bets_settled"] == len(kinds) - len(expected)
