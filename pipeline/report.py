@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline import charts, fairness, ingest, integrity, settlement, stored
 from pipeline.checks import CHECKS
-from pipeline.errors import InputError
+from pipeline.errors import InputError, first_line
 from pipeline.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
@@ -253,7 +253,9 @@ def render(out_dir: Path) -> str:
         summary = json.loads((out_dir / ingest.AUDIT_SUMMARY).read_text())
         stored.scan(out_dir / "findings.parquet").collect_schema()
     except (OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as error:
-        raise InputError(f"{out_dir}: not an audit output directory ({error})") from None
+        missing = isinstance(error, FileNotFoundError) and error.filename
+        why = f"no {Path(error.filename).name} in it" if missing else first_line(error) or type(error).__name__
+        raise InputError(f"{out_dir}: not an audit output directory ({why})") from None
     # Counted by queries, not read whole: findings grow with the log (138 MB of them at 10M with bets).
     findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"

@@ -110,7 +110,8 @@ def test_report_command_rebuilds_the_page_from_the_directory(sample_audit, tmp_p
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == 0, result.output
     assert (copy / "report.html").read_text() == before
-    assert CliRunner().invoke(app, ["report", str(tmp_path / "nothing")]).exit_code == 2
+    nothing = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    assert nothing.exit_code == 2 and "nothing: not an audit output directory (no summary.json in it)" in nothing.output
     older = json.loads((copy / "summary.json").read_text())
     del older["money"]  # as another version of the tool wrote it
     (copy / "summary.json").write_text(json.dumps(older))
