@@ -327,15 +327,28 @@ def move_docs(staging: Path, target: Path) -> None:
     staging.rename(target)
 
 
+#: What Great Expectations writes in a Data Docs folder: a folder holding anything else is not replaced.
+DOCS_ENTRIES = frozenset({"index.html", "expectations", "validations", "static"})
+
+
 @contextmanager
 def staged_docs(target: Path | None) -> Iterator[Path | None]:
     """A new hidden folder beside `target` (None without one) for Data Docs written as `validate` runs,
     removed on the way out however it ends, a stop by signal included; `publish_docs` moves it into
     place once they are complete. Written in place, a run that failed or was stopped left a folder of
-    some pages of its own beside the earlier run's. An InputError naming `target` when it cannot be made."""
+    some pages of its own beside the earlier run's. An InputError naming `target` when it cannot be made,
+    or when it holds anything but Data Docs (`DOCS_ENTRIES`), which replacing it would delete."""
     if target is None:
         yield None
         return
+    target = target.absolute()  # "." has no parent of its own to stage beside
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{target}: is a file, not a folder for the Data Docs")
+    if target.exists() and any(entry.name not in DOCS_ENTRIES for entry in target.iterdir()):
+        raise InputError(f"{target}: holds more than Data Docs, which a run replaces whole; give a new or an "
+                         "empty folder, or one an earlier run wrote its Data Docs to")
+    if Path.cwd().is_relative_to(target):
+        raise InputError(f"{target}: is the working folder (or holds it), which a run would replace; give another")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

@@ -98,6 +98,23 @@ def test_validate_replaces_its_data_docs_only_once_they_are_complete(tmp_path, m
     assert not any("round_log" in str(p) for p in docs.rglob("*")) and (docs / "index.html").is_file()
 
 
+def test_validate_does_not_replace_a_folder_that_holds_more_than_data_docs(tmp_path, monkeypatch):
+    """The Data Docs replace the folder `--docs` names whole: one holding anything else (a user's
+    notes), a file, or the working folder is refused with exit 2 before anything is run, and kept."""
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "notes.txt").write_text("mine")
+    (tmp_path / "a-file").write_text("mine")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    for docs, message in ((tmp_path / "reports", "holds more than Data Docs"), (tmp_path / "a-file", "is a file"),
+                          (Path("."), "is the working folder")):
+        result = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(docs)])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["notes.txt"]
+    assert (tmp_path / "a-file").read_text() == "mine" and list((tmp_path / "here").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "here", "reports"]
+
+
 def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):
     mapped = audit.audit(DATA / "provider_b_rounds.csv", tmp_path / "mapped",
                          audit.Options(mapping=ingest.load_mapping("provider-b"), validate=False))
