@@ -135,7 +135,8 @@ def test_unknown_mapping_is_exit_2():
 
 @pytest.mark.parametrize(("mapping", "message"), [
     ({"colums": {"P1": "player_card_1"}}, "not a valid mapping file (unknown key 'colums'"),
-    ({"columns": {"round": "round_id", "P1": "round_id"}}, "not a valid mapping file (columns maps round and P1 both to round_id"),
+    ({"columns": {"round": "round_id", "P1": "round_id"}},
+     "not a valid mapping file (columns maps round and P1 both to round_id"),
     ({"columns": ["round"]}, "not a valid mapping file (columns must map each provider column"),
     ({"values": {"outcome": "PLAYER"}}, "not a valid mapping file (values must map a contract column"),
     ([], "not a valid mapping file (expected a JSON object"),
