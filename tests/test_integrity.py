@@ -155,6 +155,18 @@ def test_benjamini_hochberg_matches_the_textbook_example():
     assert fairness._benjamini_hochberg(p_values) == pytest.approx([0.02, 0.04, 0.04, 0.02])
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.floats(min_value=0, max_value=1), st.sampled_from([0.0, 1e-300, 0.5, 1.0])),
+                min_size=1, max_size=60))
+def test_benjamini_hochberg_equals_scipys_on_drawn_p_values(p_values):
+    """Drawn p-values, ties and extremes among them: the correction equals scipy's own
+    (`scipy.stats.false_discovery_control`, Benjamini-Hochberg), written apart from ours."""
+    from scipy.stats import false_discovery_control
+
+    assert fairness._benjamini_hochberg(p_values) == pytest.approx(
+        list(false_discovery_control(p_values, method="bh")), rel=1e-12, abs=1e-300)
+
+
 def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
     """The integrity checks replace windows over shoes by shifts on sorted rows; on random shoes with
     repeated, missing and unordered hand numbers, both give the same previous hand and running total."""
