@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import shutil
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from functools import partial
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -406,22 +405,11 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     return Result(summary, out_dir)
 
 
-@contextmanager
-def staging_in(out_dir: Path) -> Iterator[Path]:
+def staging_in(out_dir: Path) -> AbstractContextManager[Path]:
     """A new staging folder inside `out_dir` (made if need be), where the outputs are written until
-    `publish`, and removed on the way out however the run ends, a stop by signal included (`stops`);
-    an InputError naming the directory when it cannot be made or written."""
-    staging = out_dir / f".audit-{secrets.token_hex(6)}"
-    with stops.removed_if_stopped(staging):
-        try:
-            try:
-                out_dir.mkdir(parents=True, exist_ok=True)
-                staging.mkdir(mode=0o700)
-            except OSError as error:
-                raise InputError(f"{out_dir}: cannot write the output directory ({error.strerror})") from None
-            yield staging
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    `publish`, and removed on the way out however the run ends, a stop by signal included
+    (`stops.run_folder`); an InputError naming the directory when it cannot be made or written."""
+    return stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the output directory")
 
 
 def add_contract(summary: dict, validated: dict[str, dict]) -> None:

@@ -186,14 +186,14 @@ def validate(
     name = "bet_log" if bets else "round_log"
     try:
         opened = ingest.scan(log, name, _mapping(mapping))
-        # Columns are written here a part at a time: a stop by signal removes it, as it does a staging folder.
-        # The Data Docs folder is made first: Great Expectations would log a traceback for each page it
-        # cannot write.
-        with (tempfile.TemporaryDirectory() as scratch, stops.removed_if_stopped(Path(scratch)),
+        # Columns are written to a scratch folder a part at a time, removed as a staging folder is. The Data
+        # Docs folder is made first: Great Expectations would log a traceback for each page it cannot write.
+        temporary = Path(tempfile.gettempdir())
+        with (stops.run_folder(temporary, "baccarat-audit-", f"{temporary}: cannot write a scratch folder") as scratch,
               contract.staged_docs(docs) as staged):
             subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
                                        sum(opened.rows_per_file))
-            result = contract.validate([subject], Path(scratch), _window(window_start, window_end), staged)[name]
+            result = contract.validate([subject], scratch, _window(window_start, window_end), staged)[name]
             if docs is not None:
                 contract.publish_docs(staged, docs)
     except InputError as error:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -349,16 +348,8 @@ def staged_docs(target: Path | None) -> Iterator[Path | None]:
                          "empty folder, or one an earlier run wrote its Data Docs to")
     if Path.cwd().is_relative_to(target):
         raise InputError(f"{target}: is the working folder (or holds it), which a run would replace; give another")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    except OSError as error:
-        raise InputError(f"{target}: cannot write the Data Docs here ({error.strerror})") from None
-    with stops.removed_if_stopped(staging):
-        try:
-            yield staging
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    with stops.run_folder(target.parent, f".{target.name}-", f"{target}: cannot write the Data Docs here") as staging:
+        yield staging
 
 
 def publish_docs(staging: Path, target: Path) -> None:

@@ -15,12 +15,15 @@ The stop waits for that query: most are a piece of the log, about 0.3 s of work.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from pipeline.errors import InputError
 
 # SIGHUP: the terminal of an ad-hoc run closed (an ssh session lost), which killed it outright.
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -42,6 +45,25 @@ def removed_if_stopped(folder: Path) -> Iterator[None]:
         yield
     finally:
         _staging.discard(folder)
+
+
+@contextmanager
+def run_folder(parent: Path, prefix: str, cannot: str) -> Iterator[Path]:
+    """A new folder in `parent` (made if need be), `prefix` and a random name, for a run's files under
+    way: removed on the way out however the run ends, a stop by signal included (it is listed before it
+    is made, so that no stop falls between). An InputError, `cannot` and the reason, when `parent` or
+    the folder cannot be made."""
+    folder = parent / f"{prefix}{secrets.token_hex(6)}"
+    with removed_if_stopped(folder):
+        try:
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+                folder.mkdir(mode=0o700)
+            except OSError as error:
+                raise InputError(f"{cannot} ({error.strerror})") from None
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
