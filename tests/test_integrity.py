@@ -297,9 +297,19 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
     path = tmp_path_factory.mktemp("shoes") / "log.csv"
     lines = ["round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
              "player_card_3,banker_card_3"]
+    rows = []  # each round as the hand-worked checks read it
     for i, (shoe, hand, minute, opening, thirds) in enumerate(drawn):
         dealt_at = "" if minute is None else "noon" if minute < 0 else f"2025-06-01T12:{minute:02d}:00Z"
         lines.append(",".join([f"R{i}", shoe, hand, dealt_at, *opening, *(third or "" for third in thirds)]))
+        replayed = coup.replay(*(cards.value_of(cards.parse(card)) for card in opening),
+                               *(None if third is None else cards.value_of(cards.parse(third)) for third in thirds))
+        # Cards as dealt: a third card given where the tableau says stand still came out of the shoe.
+        dealt = [*opening, *(third for third in thirds if third is not None)]
+        assert len(dealt) == 4 + replayed.player_drew + replayed.banker_drew
+        at = None if minute is None or minute < 0 else datetime(2025, 6, 1, 12, minute, tzinfo=UTC)
+        rows.append({"row": i + 1, "shoe_id": shoe or None, "hand_no": hand or None,
+                     "hand": int(hand) if hand.isdigit() else None, "dealt_at": dealt_at or None, "at": at,
+                     "cards": dealt})
     path.write_text("\n".join(lines) + "\n")
     shipped, was = (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS
     profiles.SCHEMAS = path.parent / "schemas"
@@ -315,17 +325,6 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
         (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS = shipped, was
         profiles.load.cache_clear()
     started = datetime.fromisoformat(result.summary["started_at"])  # every drawn time is before it
-    rows = []
-    for i, (shoe, hand, minute, opening, thirds) in enumerate(drawn):
-        replayed = coup.replay(*(cards.value_of(cards.parse(card)) for card in opening),
-                               *(None if third is None else cards.value_of(cards.parse(third)) for third in thirds))
-        # Cards as dealt: a third card given where the tableau says stand still came out of the shoe.
-        dealt = [*opening, *(third for third in thirds if third is not None)]
-        assert len(dealt) == 4 + replayed.player_drew + replayed.banker_drew
-        at = None if minute is None or minute < 0 else datetime(2025, 6, 1, 12, minute, tzinfo=UTC)
-        rows.append({"row": i + 1, "shoe_id": shoe or None, "hand_no": hand or None,
-                     "hand": int(hand) if hand.isdigit() else None, "dealt_at": lines[i + 1].split(",")[3] or None,
-                     "at": at, "cards": [opening[0], opening[1], opening[2], opening[3], *dealt[4:]]})
     findings = pl.read_parquet(path.parent / "out" / "findings.parquet").filter(
         pl.col("check").is_in(["CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"]))
     assert set(findings.select("source_row", "check", "expected", "recorded").iter_rows()) == \
