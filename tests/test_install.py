@@ -1,0 +1,42 @@
+"""The tool as a lab installs it: from a wheel, away from the checkout, with its contracts and profiles."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_an_installed_tool_carries_its_contracts_and_profiles(tmp_path):
+    # Built from a copy, so that the build leaves nothing in the checkout.
+    source = tmp_path / "source"
+    for part in ("pipeline", "schemas"):
+        shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, source / part)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, source],
+                   check=True, capture_output=True)
+    shutil.rmtree(source)  # the installed tool must not lean on the files it was built from
+
+    def tool(*args):
+        return subprocess.run([sys.executable, "-m", "pipeline", *map(str, args)], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+
+    where = subprocess.run([sys.executable, "-c", "import pipeline; print(pipeline.__file__)"], cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, check=True)
+    assert Path(where.stdout.strip()).is_relative_to(site)
+    done = tool("audit", ROOT / "data" / "rounds.csv", "--bets", ROOT / "data" / "bets.csv",
+                "--profile", "ez-baccarat", "--out", tmp_path / "out")
+    assert done.returncode == 1, done.stderr  # the sample's seeded faults
+    rules = json.loads((tmp_path / "out" / "summary.json").read_text())["rules"]
+    assert "schemas/profiles/ez-baccarat.toml" in rules["profiles"]["ez-baccarat"]
+    for name, digests in [*rules["profiles"].items(), ("contract", rules["contract"])]:
+        assert digests == {path: hashlib.sha256((ROOT / path).read_bytes()).hexdigest() for path in digests}, name
+    mapped = tool("audit", ROOT / "data" / "provider_b_rounds.csv", "--mapping", "provider-b", "--out", tmp_path / "b")
+    assert mapped.returncode in (0, 1), mapped.stderr
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["rounds_audited"] > 0
