@@ -7,7 +7,6 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
@@ -21,7 +20,7 @@ from pipeline import generate as generator
 from pipeline import contract, fairness, ingest, profiles, progress, settlement, stops
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
-from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, first_line
+from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, failure
 from pipeline.selection import Selection
 
 app = typer.Typer(
@@ -332,19 +331,9 @@ def main() -> None:
         typer.echo(f"error: {error.filename or 'output'}: cannot be written ({error.strerror or error})", err=True)
         code = EXIT_CANNOT_RUN
     except (Exception, pl.exceptions.PanicException) as error:  # a panic is not an Exception
-        typer.echo(f"error: {_failure(error)}", err=True)
+        typer.echo(f"error: {failure(error)}", err=True)
         code = EXIT_FAILED
     sys.exit(code or 0)
 
 
 TYPER_INTERRUPTED = 130  # what typer returns for a KeyboardInterrupt, without a word
-
-
-def _failure(error: BaseException) -> str:
-    """One line for a failure of the tool itself, which would otherwise end Python with a traceback and
-    exit 1, the code of a run with findings: what failed, and a file holding the traceback to report."""
-    with tempfile.NamedTemporaryFile("w", prefix="baccarat-audit-", suffix=".traceback", delete=False) as kept:
-        traceback.print_exception(error, file=kept)
-    first = first_line(error)
-    return (f"the tool failed ({type(error).__name__}{': ' + first if first else ''}); not a verdict on the log. "
-            f"Traceback: {kept.name}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+import traceback
+
 EXIT_CLEAN = 0
 EXIT_FLAGGED = 1
 EXIT_CANNOT_RUN = 2
@@ -19,3 +22,13 @@ def first_line(error: object) -> str:
     polars or Java error may run to a page."""
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def failure(error: BaseException) -> str:
+    """One line for a failure of the tool itself, which would otherwise end Python with a traceback and
+    exit 1, the code of a run with findings: what failed, and a file holding the traceback to report."""
+    with tempfile.NamedTemporaryFile("w", prefix="baccarat-audit-", suffix=".traceback", delete=False) as kept:
+        traceback.print_exception(error, file=kept)
+    first = first_line(error)
+    return (f"the tool failed ({type(error).__name__}{': ' + first if first else ''}); not a verdict on the log. "
+            f"Traceback: {kept.name}")

@@ -1,9 +1,11 @@
 """The command line on real files: exit codes, one-line errors, explain and generate."""
 
 import json
-from fractions import Fraction
+import os
 import subprocess
 import sys
+from fractions import Fraction
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -152,6 +154,22 @@ def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(fa
     assert len(lines) == 1 and lines[0].startswith(f"error: the tool failed ({type(failure).__name__}: ")
     kept = tmp_path / lines[0].rsplit("Traceback: ", 1)[1]
     assert kept.parent == tmp_path and "in broken" in kept.read_text() and str(failure) in kept.read_text()
+
+
+def test_a_broken_install_is_the_tools_failure_exit_3_not_a_traceback(tmp_path):
+    """A library that fails to import (missing, or built for another CPU) stops the tool before its
+    command line exists: still one line and exit 3, not Python's exit 1, which reads as findings."""
+    (tmp_path / "polars").mkdir()
+    (tmp_path / "polars" / "__init__.py").write_text('raise ImportError("polars was built for another CPU")\n')
+    completed = subprocess.run([sys.executable, "-m", "pipeline", "audit", ASSETS / "mixed_notation.csv", "--out",
+                                tmp_path / "out"], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(tmp_path), "TMPDIR": str(tmp_path)})
+    assert completed.returncode == 3
+    lines = completed.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: the tool failed (ImportError: polars was built for another CPU); not a verdict on the log.")
+    assert "polars was built" in Path(lines[0].rsplit("Traceback: ", 1)[1]).read_text()
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
