@@ -235,15 +235,19 @@ BET_SCHEMA = {"round_id": pl.String, "bet_id": pl.String, "bet_type": pl.String,
 
 def write(log: Log, out_dir: Path) -> dict[str, Path]:
     """rounds.csv and rounds.parquet (same rows), bets.csv and bets.parquet when there are bets, and
-    faults.csv (round_id, bet_id, check: what the audit must report) in `out_dir`."""
+    faults.csv (round_id, bet_id, check: what the audit must report) in `out_dir`. Bets an earlier
+    log left there are removed when this one has none: they would be settled against its rounds."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet"}
     frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), paths)]
+    bets = {"csv": out_dir / "bets.csv", "parquet": out_dir / "bets.parquet"}
     if log.bets:
-        paths |= {"bets_csv": out_dir / "bets.csv", "bets_parquet": out_dir / "bets.parquet"}
-        frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"),
-                       {"csv": paths["bets_csv"], "parquet": paths["bets_parquet"]}))
+        paths |= {"bets_csv": bets["csv"], "bets_parquet": bets["parquet"]}
+        frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"), bets))
+    else:
+        for stale in bets.values():
+            stale.unlink(missing_ok=True)
     for frame, where in frames:
         frame.write_csv(where["csv"])
         frame.write_parquet(where["parquet"])

@@ -261,6 +261,16 @@ def test_generate_writes_the_same_rounds_as_csv_and_parquet(tmp_path):
     assert pl.read_csv(tmp_path / "faults.csv").height > 20
 
 
+def test_generate_again_into_its_folder_leaves_no_file_of_the_earlier_log(tmp_path):
+    """Bets dealt for other rounds, left beside the new ones, would be settled against them."""
+    assert run("generate", "--rounds", 50, "--seed", 3, "--fault-rate", 0, "--bets", "--out", tmp_path).exit_code == 0
+    assert {"bets.csv", "bets.parquet"} <= {path.name for path in tmp_path.iterdir()}
+    (tmp_path / "notes.txt").write_text("an investigator's, not the generator's")
+    assert run("generate", "--rounds", 50, "--seed", 4, "--fault-rate", 0, "--out", tmp_path).exit_code == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "faults.csv", "notes.txt", "rounds.csv", "rounds.parquet"]
+
+
 def test_explain_settles_each_bet_of_the_round():
     result = run("explain", ASSETS / "mixed_notation.csv", "R3", "--bets", ASSETS / "mixed_notation_bets.csv")
     assert result.exit_code == 0, result.output
