@@ -511,6 +511,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         cased = next((in_other_case[c] for c in missing if c in in_other_case), None)
         if cased:
             hint = f"; names are matched as written: {cased} is not {cased.casefold()}{hint}"
+        # An export from a spreadsheet in a locale whose decimal mark is the comma: ';' between fields.
+        other = next((mark for mark in (";", "\t", "|") if len(names) == 1 and mark in names[0]), None)
+        if other:
+            hint = f"; the header is one field, split by {other!r}: a CSV log's fields are separated by commas"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
     present = [c for c in columns(contract_name) if c in names]

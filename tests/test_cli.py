@@ -53,6 +53,8 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
          "required column banker_card_1, player_card_2"),
         (lambda d: _write(d / "upper.csv", f"{HEADER.upper()}\nR1,KS,2S,,3S,4S,\n"),
          "names are matched as written: ROUND_ID is not round_id"),
+        (lambda d: _write(d / "semicolons.csv", f"{HEADER.replace(',', ';')}\nR1;KS;2S;;3S;4S;\n"),
+         "the header is one field, split by ';': a CSV log's fields are separated by commas"),
         (lambda d: _write(d / "span.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\n\"R\n2\",KS,2S,,3S,4S,\nR3,KS,2S,,3S,4S,\n"),
          "span.csv: row 2 opens a quoted field that its line does not close"),
         (lambda d: [_write(d / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n") for name, row in
