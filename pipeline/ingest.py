@@ -39,6 +39,11 @@ SCHEMAS = next(folder for folder in (Path(__file__).resolve().parent / "schemas"
 MAPPINGS = SCHEMAS / "mappings"
 PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
+#: How files named .csv that are not CSV text begin, and what they are: read as text, their header
+#: was a line of garbled names.
+NOT_TEXT = {b"\x1f\x8b": "gzip-compressed (decompress it first)",
+            b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
+            b"\xff\xfe": "UTF-16 text (save it as UTF-8)", b"\xfe\xff": "UTF-16 text (save it as UTF-8)"}
 
 
 @cache
@@ -368,6 +373,9 @@ def format_of(path: Path) -> str:
     if head == PARQUET_MAGIC:
         return "parquet"
     if path.suffix.lower() in {".csv", ".txt"}:
+        found = next((what for start, what in NOT_TEXT.items() if head.startswith(start)), None)
+        if found:
+            raise InputError(f"{path}: not CSV text but {found}; expected CSV in UTF-8")
         return "csv"
     raise InputError(f"{path}: neither CSV (.csv) nor Parquet (no PAR1 header)")
 

@@ -1,5 +1,6 @@
 """The command line on real files: exit codes, one-line errors, explain and generate."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -53,6 +54,10 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
          "required column banker_card_1, player_card_2"),
         (lambda d: _write(d / "upper.csv", f"{HEADER.upper()}\nR1,KS,2S,,3S,4S,\n"),
          "names are matched as written: ROUND_ID is not round_id"),
+        (lambda d: d / "gz.csv" if (d / "gz.csv").write_bytes(gzip.compress(f"{HEADER}\n".encode())) else None,
+         "gz.csv: not CSV text but gzip-compressed (decompress it first); expected CSV in UTF-8"),
+        (lambda d: d / "u16.csv" if (d / "u16.csv").write_bytes(f"{HEADER}\n".encode("utf-16")) else None,
+         "u16.csv: not CSV text but UTF-16 text (save it as UTF-8); expected CSV in UTF-8"),
         (lambda d: _write(d / "semicolons.csv", f"{HEADER.replace(',', ';')}\nR1;KS;2S;;3S;4S;\n"),
          "the header is one field, split by ';': a CSV log's fields are separated by commas"),
         (lambda d: _write(d / "span.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\n\"R\n2\",KS,2S,,3S,4S,\nR3,KS,2S,,3S,4S,\n"),
