@@ -53,7 +53,7 @@ def _merge(base: dict, override: dict) -> dict:
 
 def _read(name: str, seen: tuple[str, ...] = ()) -> tuple[dict, tuple[Path, ...]]:
     path = PROFILES / f"{name}.toml"
-    if not path.is_file():
+    if name not in available():  # a name, not a path: "../profiles/standard" would reach a file
         raise InputError(f"unknown rules profile {name!r} (known: {', '.join(available())}; "
                          f"a profile is a file {PROFILES}/NAME.toml)")
     if name in seen:

@@ -240,16 +240,18 @@ def test_explain_finds_every_copy_across_parquet_files_whatever_the_spaces_aroun
                                                                         (str(tmp_path / "logs" / "b.parquet"), 10)]
 
 
-def test_explain_of_a_round_under_an_unknown_profile_names_the_file_and_column(tmp_path):
+# A path to a profile file is not the name of one: the rules come from the profiles folder alone.
+@pytest.mark.parametrize("name", ["Standard", "../profiles/standard"])
+def test_explain_of_a_round_under_an_unknown_profile_names_the_file_and_column(tmp_path, name):
     """As the audit stops on such a log: one line, exit 2."""
-    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).with_columns(profile=pl.lit("Standard"))
+    log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).with_columns(profile=pl.lit(name))
     rounds = tmp_path / "rounds.csv"
     log.write_csv(rounds)
     for command in (["explain", rounds, "R2"], ["audit", rounds, "--out", tmp_path / "out"]):
         completed = subprocess.run([sys.executable, "-m", "pipeline", *map(str, command)],
                                    capture_output=True, text=True)
         assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
-        assert completed.stderr.startswith(f"error: {rounds}: column profile: unknown rules profile 'Standard'")
+        assert completed.stderr.startswith(f"error: {rounds}: column profile: unknown rules profile {name!r}")
 
 
 def test_explain_of_an_unknown_round_exits_2():
