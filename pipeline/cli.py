@@ -14,6 +14,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
+from pipeline import __version__
 from pipeline import audit as audit_run
 from pipeline import explain as explain_round
 from pipeline import generate as generator
@@ -29,6 +30,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"baccarat-audit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def tool(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                               help="Print the version (as summary.json records it) and exit.")]
+         = False) -> None:
+    """Replay punto banco round logs and flag every departure from the procedure."""
 
 
 SHOWN = 8  # findings printed by `audit`; all of them are in findings.parquet

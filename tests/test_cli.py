@@ -130,6 +130,14 @@ def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tm
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").glob("*.parquet"))
 
 
+def test_version_is_the_one_summary_json_records(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "pipeline", "--version"], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    run("audit", ASSETS / "mixed_notation.csv", "--out", tmp_path, "--no-contract")
+    recorded = json.loads((tmp_path / "summary.json").read_text())["tool"]["version"]
+    assert completed.stdout == f"baccarat-audit {recorded}\n"
+
+
 def test_unknown_option_is_one_line_and_exit_2(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "pipeline", "audit", "x.csv", "--bogus"],
