@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -27,11 +28,14 @@ import polars as pl
 from pipeline import ingest, parts, stops
 from pipeline.errors import InputError
 from pipeline.preload import preload as preloading
-from pipeline.settlement import amount_e4
+from pipeline.settlement import amount_e4, money_str
 from pipeline.timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}
+#: An amount or a time the view cannot read: a number below every bound, so that "readable" is a range
+#: check too, and one no reading gives, so that an example of it can say so.
+UNREADABLE = -(2**62)
 EXAMPLES = 3
 BATCH_ROWS = 500_000  # rows GX checks at once: it keeps every expectation's work on every row of a batch
 
@@ -77,12 +81,13 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
         column = pl.col(c)
         if kinds[c] in SET_KINDS:
             column = column.str.to_uppercase().cast(pl.Categorical)
-        elif kinds[c] == "amount":
-            column = amount_e4(column)
+        elif kinds[c] == "amount":  # a negative amount as that number: GX's check of the sign must see it
+            size = amount_e4(column.str.strip_prefix("-"))
+            read = pl.when(column.str.starts_with("-")).then(-size).otherwise(size)
+            column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
         elif kinds[c] == "timestamp":
             frame = with_timestamp(frame, c, f"{c}_utc")
-            # An unreadable time is -1 (before 1970), so that "readable" is a range check too.
-            column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(-1).otherwise(
+            column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(UNREADABLE).otherwise(
                 pl.col(f"{c}_utc").dt.epoch("s"))
         shaped.append(column.alias(c))
     return frame.select(shaped)
@@ -167,7 +172,8 @@ class _Runs:
             for (index, expectation), added in zip(expectations, suite.expectations):
                 column = _column_of(expectation)
                 text_of = pl.DataFrame({"code": codes[column], column: data[column]}) if column in codes else None
-                self.outcomes.setdefault((contract_name, index), []).append(_outcome(by_id[added.id], text_of))
+                self.outcomes.setdefault((contract_name, index), []).append(
+                    _outcome(by_id[added.id], text_of, _kind(contract_name, column)))
         return run
 
     def result(self, contract_name: str, skipped: dict[int, str]) -> dict:
@@ -274,15 +280,22 @@ def validate_on_spark(views: dict[str, object], window: Window = Window(), docs_
     return results
 
 
-def _outcome(result, text_of: pl.DataFrame | None) -> dict:
+def _kind(contract_name: str, column: str | None) -> str | None:
+    return ingest.contract(contract_name)["meta"]["columns"][column]["kind"] if column else None
+
+
+def _outcome(result, text_of: pl.DataFrame | None, kind: str | None) -> dict:
     """One run's result of one expectation, in plain values; `text_of` maps an id column's codes back
-    to its ids (GX hands the codes back as floats)."""
+    to its ids (GX hands the codes back as floats), and an amount's or a time's number is shown as the
+    value it stands for (`_shown`)."""
     details = result.result or {}
     examples = [_plain(v) for v in details.get("partial_unexpected_list", [])[:EXAMPLES]]
     if text_of is not None:
         wanted = [int(v) for v in examples if v is not None]
         ids = dict(text_of.filter(pl.col("code").is_in(wanted)).unique().iter_rows())
         examples = [None if v is None else ids[int(v)] for v in examples]
+    elif kind in ("amount", "timestamp"):
+        examples = [None if v is None else _shown(int(v), kind) for v in examples]
     errors = [info.get("exception_message") for info in _exception_infos(result.exception_info)
               if info.get("raised_exception")]
     return {"success": bool(result.success), "unexpected_count": details.get("unexpected_count"),
@@ -310,6 +323,17 @@ def _added_up(outcomes: list[dict]) -> dict:
 def _exception_infos(info: dict) -> list[dict]:
     """GX reports one exception_info, or one per metric keyed by metric id."""
     return [info] if "raised_exception" in info else [v for v in info.values() if isinstance(v, dict)]
+
+
+def _shown(number: int, kind: str) -> str:
+    """An example of the view's amounts (1/10,000) or times (epoch seconds) as the log's reader knows
+    it: "-3.00", "2031-01-01T00:00:00Z", or "unreadable" (the audit's quarantine and findings name
+    each such value as written)."""
+    if number == UNREADABLE:
+        return "unreadable"
+    if kind == "amount":
+        return money_str(Decimal(number).scaleb(-4))
+    return datetime.fromtimestamp(number, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _plain(value: object) -> object:

@@ -1,6 +1,7 @@
 """The Great Expectations contract: suites in schemas/, results in summary.json, Data Docs, mappings."""
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -43,7 +44,11 @@ def test_every_audit_runs_the_contract_and_writes_data_docs(tmp_path):
     assert rounds["column_values_to_be_between", "dealt_at"]["skipped"] == "skipped: the log has no dealt_at column"
     placed = _by_column(result.summary["contract"]["bets"])
     assert placed["column_values_to_be_in_set", "bet_type"]["examples"] == ["FOO"]
-    assert placed["column_values_to_be_between", "stake"]["unexpected_count"] == 1  # the stake of 0
+    # Read as the settlement reads them: a negative amount and one that is not an amount break the
+    # contract too (as null, they passed it), and the examples show amounts, not integers of 1/10,000.
+    stake, paid = placed["column_values_to_be_between", "stake"], placed["column_values_to_be_between", "paid"]
+    assert (stake["unexpected_count"], stake["examples"]) == (2, ["-5.00", "0.00"])  # B21, B23
+    assert (paid["unexpected_count"], paid["examples"]) == (1, ["unreadable"])  # B22's 'abc'
     assert result.summary["contract"]["rounds"]["success"] is False
     assert (tmp_path / "contract" / "index.html").is_file()
     assert list((tmp_path / "contract" / "validations").rglob("*.html"))
@@ -67,6 +72,8 @@ def test_validate_checks_the_window_alone(tmp_path):
     dealt = pl.read_csv(DATA / "rounds.csv").select(timestamp(pl.col("dealt_at")).alias("t"))
     late = dealt.filter(pl.col("t") > pl.datetime(2026, 11, 1, 19, time_zone="UTC")).height
     assert window["unexpected_count"] == late > 0
+    assert len(window["examples"]) == 3 and all(  # times as ISO 8601 text, not epoch seconds
+        datetime.fromisoformat(t) > datetime(2026, 11, 1, 19, tzinfo=UTC) for t in window["examples"])
     inside = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(tmp_path / "docs")])
     assert inside.exit_code == 0, inside.output
     assert (tmp_path / "docs" / "index.html").is_file()
@@ -156,7 +163,7 @@ def test_a_mapping_file_that_is_not_a_mapping_is_exit_2_naming_what_is_wrong(tmp
 def test_an_unreadable_dealt_at_breaks_the_contract():
     result = json.loads(runner.invoke(app, ["validate", str(ASSETS / "integrity.csv"), "--json"]).output)
     readable, window = [e for e in result["expectations"] if e["column"] == "dealt_at"]
-    assert (readable["success"], readable["unexpected_count"], readable["examples"]) == (False, 1, [-1])
+    assert (readable["success"], readable["unexpected_count"], readable["examples"]) == (False, 1, ["unreadable"])
     assert window["skipped"].startswith("skipped: no window given")
 
 
