@@ -298,7 +298,7 @@ def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
                       pl.col("hand"), pl.col("previous").cast(pl.String).fill_null("the start of the shoe"),
                       pl.col("shoe_id"),
                       pl.when(pl.col("hand") - _FIRST_EXPECTED == 1).then(_FIRST_EXPECTED.cast(pl.String))
-                      .otherwise(pl.format("{}-{}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
+                      .otherwise(pl.format("{} to {}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
             found=[f.filter(pl.col("is_gap")) for f in found]),
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", _HOLDS), pl.format("{} cards", pl.col("cards_dealt")),

@@ -52,6 +52,19 @@ def test_finding_texts_name_the_card_the_gap_and_the_time(tmp_path):
     assert "is earlier than the hand before it in shoe" in late["detail"]
 
 
+def test_a_gap_names_the_hands_missing_from_it(tmp_path):
+    """Hands 3 to 5 (not "3-5": hand numbers may be negative in a broken log, and "-2-3" reads as a sum)."""
+    rows = [f"{shoe}-{hand},{shoe},{hand},KS,9H,5D,QC,," for shoe, hand in
+            (("S1", 1), ("S1", 2), ("S1", 6), ("S1", 8), ("S2", -3), ("S2", 3))]
+    (tmp_path / "gaps.csv").write_text("round_id,shoe_id,hand_no,player_card_1,banker_card_1,player_card_2,"
+                                       "banker_card_2,player_card_3,banker_card_3\n" + "\n".join(rows) + "\n")
+    audit.audit(tmp_path / "gaps.csv", tmp_path / "out", QUICK)
+    assert _findings(tmp_path / "out").select("round_id", "expected", "detail").rows() == [
+        ("S1-6", "3", "hand_no 6 follows 2 in shoe S1: 3 to 5 missing (not in the log, or quarantined)."),
+        ("S1-8", "7", "hand_no 8 follows 6 in shoe S1: 7 missing (not in the log, or quarantined)."),
+        ("S2-3", "-2", "hand_no 3 follows -3 in shoe S2: -2 to 2 missing (not in the log, or quarantined).")]
+
+
 def test_burned_cards_count_and_bad_times_are_found(tmp_path):
     rows = pl.read_csv(ASSETS / "integrity.csv", infer_schema=False)
     result = audit.audit(ASSETS / "integrity.csv", tmp_path, QUICK)
