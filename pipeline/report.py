@@ -175,7 +175,7 @@ def _explanation(entry: dict) -> str:
     return '<div class="finding">' + "".join(parts) + "</div>"
 
 
-def _checks(summary: dict, evidence: dict) -> str:
+def _checks(summary: dict, evidence: dict | None) -> str:
     out = ["<h2>Checks</h2>"]
     rows = [[code, MEANINGS.get(code, ""), summary["checks"].get(code, "ran"), count]
             for code, count in summary["findings"].items()]
@@ -183,10 +183,11 @@ def _checks(summary: dict, evidence: dict) -> str:
     for code, count in summary["findings"].items():
         if not count:
             continue
-        shown = evidence.get(code, [])
+        shown = (evidence or {}).get(code, [])
+        replayed = (f"The first {len(shown)} in log order, replayed step by step" if evidence is not None
+                    else "None replayed here: the folder has no evidence.json")
         out.append(f'<h3 id="{_e(code)}">{_e(code)}: {count:,} findings</h3><p>{_e(MEANINGS.get(code, ""))}</p>'
-                   f'<p class="muted">The first {len(shown)} in log order, replayed step by step; all are in '
-                   "findings.parquet.</p>")
+                   f'<p class="muted">{replayed}; all are in findings.parquet.</p>')
         out += [_explanation(entry) for entry in shown]
     return "".join(out)
 
@@ -259,7 +260,7 @@ def render(out_dir: Path) -> str:
     # Counted by queries, not read whole: findings grow with the log (138 MB of them at 10M with bets).
     findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
-    evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else {}
+    evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else None
     drawn = ""
     by_check = findings.group_by("check").len().sort(["len", "check"], descending=[True, False]).collect()
     if by_check.height:
@@ -276,7 +277,7 @@ def render(out_dir: Path) -> str:
                          "audit the log again") from None
 
 
-def _page(out_dir: Path, summary: dict, evidence: dict, drawn: str) -> str:
+def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> str:
     inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

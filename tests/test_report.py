@@ -110,6 +110,12 @@ def test_report_command_rebuilds_the_page_from_the_directory(sample_audit, tmp_p
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == 0, result.output
     assert (copy / "report.html").read_text() == before
+    assert "The first 3 in log order, replayed step by step; all are in findings.parquet." in before
+    (copy / "evidence.json").unlink()  # the page says there is no replay, rather than "the first 0"
+    assert CliRunner().invoke(app, ["report", str(copy)]).exit_code == 0
+    without = (copy / "report.html").read_text()
+    assert "None replayed here: the folder has no evidence.json; all are in findings.parquet." in without
+    assert "The first" not in without and 'class="finding"' not in without
     nothing = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
     assert nothing.exit_code == 2 and "nothing: not an audit output directory (no summary.json in it)" in nothing.output
     older = json.loads((copy / "summary.json").read_text())
