@@ -83,7 +83,8 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
             column = column.str.to_uppercase().cast(pl.Categorical)
         elif kinds[c] == "amount":  # a negative amount as that number: GX's check of the sign must see it
             size = amount_e4(column.str.strip_prefix("-"))
-            read = pl.when(column.str.starts_with("-")).then(-size).otherwise(size)
+            # "-0" is no amount the settlement takes (it quarantines a sign), nor below 0: unreadable.
+            read = pl.when(~column.str.starts_with("-")).then(size).when(size > 0).then(-size)
             column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
         elif kinds[c] == "timestamp":
             frame = with_timestamp(frame, c, f"{c}_utc")

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import settings, strategies as st
 
 from pipeline import generate
 
@@ -16,6 +16,12 @@ ASSETS = Path(__file__).parent / "assets"
 settings.register_profile("same", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "same"))
+
+#: Texts that are amounts, nearly amounts, and not: what a stake or a payout may hold in a log.
+amount_like = st.one_of(
+    st.from_regex(r"[0-9]{1,13}(\.[0-9]{0,5})?", fullmatch=True),
+    st.text(alphabet="0123456789.-+e ,١٠", max_size=18),  # signs, exponents, separators, Arabic-Indic digits
+)
 
 
 @pytest.fixture(scope="session")

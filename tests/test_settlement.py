@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS
+from conftest import ASSETS, amount_like
 from pipeline import audit, bets, explain, generate, ingest, parts, profiles, settlement
 from pipeline.errors import InputError
 
@@ -223,11 +223,6 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
 # Property-based: amounts, money text and chip rounding have far too many values to enumerate, so
 # hypothesis draws them, and the batch path's expressions are held to their scalar twins (as the
 # replay's two evaluators are on every coup). Each example is a batch, evaluated in one frame.
-DIGITS = "0123456789"
-amount_like = st.one_of(
-    st.from_regex(r"[0-9]{1,13}(\.[0-9]{0,5})?", fullmatch=True),
-    st.text(alphabet=DIGITS + ".-+e ,١٠", max_size=18),  # signs, exponents, separators, Arabic-Indic digits
-)
 
 
 @settings(max_examples=60, deadline=None)
