@@ -32,6 +32,9 @@ def test_the_suites_state_the_same_vocabulary_as_the_engine():
     (bet_types,) = (e["kwargs"]["value_set"] for e in ingest.contract("bet_log")["expectations"]
                     if e["kwargs"].get("column") == "bet_type")
     assert tuple(bet_types) == bets.BET_TYPES
+    ranges = [e for name in ("round_log", "bet_log") for e in ingest.contract(name)["expectations"]
+              if e["type"] == "expect_column_values_to_be_between"]
+    assert len(ranges) == 4 and all(str(contract.UNREADABLE) in e["meta"]["why"] for e in ranges)
 
 
 def test_every_audit_runs_the_contract_and_writes_data_docs(tmp_path):
