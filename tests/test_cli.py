@@ -21,8 +21,8 @@ runner = CliRunner()
 HEADER = "round_id,player_card_1,player_card_2,player_card_3,banker_card_1,banker_card_2,banker_card_3"
 
 
-def _write(path, text):
-    path.write_text(text)
+def _write(path, text: str | bytes):
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     return path
 
 
@@ -54,9 +54,9 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
          "required column banker_card_1, player_card_2"),
         (lambda d: _write(d / "upper.csv", f"{HEADER.upper()}\nR1,KS,2S,,3S,4S,\n"),
          "names are matched as written: ROUND_ID is not round_id"),
-        (lambda d: d / "gz.csv" if (d / "gz.csv").write_bytes(gzip.compress(f"{HEADER}\n".encode())) else None,
+        (lambda d: _write(d / "gz.csv", gzip.compress(f"{HEADER}\n".encode())),
          "gz.csv: not CSV text but gzip-compressed (decompress it first); expected CSV in UTF-8"),
-        (lambda d: d / "u16.csv" if (d / "u16.csv").write_bytes(f"{HEADER}\n".encode("utf-16")) else None,
+        (lambda d: _write(d / "u16.csv", f"{HEADER}\n".encode("utf-16")),
          "u16.csv: not CSV text but UTF-16 text (save it as UTF-8); expected CSV in UTF-8"),
         (lambda d: _write(d / "semicolons.csv", f"{HEADER.replace(',', ';')}\nR1;KS;2S;;3S;4S;\n"),
          "the header is one field, split by ';': a CSV log's fields are separated by commas"),

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
-
 from hypothesis import given, settings, strategies as st
+from typer.testing import CliRunner
 
 from conftest import ASSETS, amount_like
 from pipeline import audit, bets, cards, contract, ingest, settlement

@@ -23,12 +23,11 @@ def test_an_installed_tool_carries_its_contracts_and_profiles(tmp_path):
                    check=True, capture_output=True)
     shutil.rmtree(source)  # the installed tool must not lean on the files it was built from
 
-    def tool(*args):
-        return subprocess.run([sys.executable, "-m", "pipeline", *map(str, args)], cwd=tmp_path,
+    def tool(*args, python=("-m", "pipeline")):
+        return subprocess.run([sys.executable, *python, *map(str, args)], cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
 
-    where = subprocess.run([sys.executable, "-c", "import pipeline; print(pipeline.__file__)"], cwd=tmp_path,
-                           env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, check=True)
+    where = tool(python=("-c", "import pipeline; print(pipeline.__file__)"))
     assert Path(where.stdout.strip()).is_relative_to(site)
     done = tool("audit", ROOT / "data" / "rounds.csv", "--bets", ROOT / "data" / "bets.csv",
                 "--profile", "ez-baccarat", "--out", tmp_path / "out")
