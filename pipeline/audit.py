@@ -123,6 +123,7 @@ class _Queries:
         return ingest.collect(label, [frame])[0]
 
 
+BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
 PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory, costs ~0.3 s per piece
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
@@ -186,8 +187,15 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         counts.append(found["counts"])
         found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
         found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
-    for name in ("findings.bets", "bets_quarantine"):  # the parts are in round_id hash order
-        _sink_in_log_order(stored.scan(staging / name), bet_log, f"{name}.parquet", run)
+    # DUPLICATE_BET beside them: a bet_id's copies may sit in different parts of the round_ids.
+    keyed = [piece.filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
+             for piece in bet_pieces]
+    for k, copies in enumerate(_copies(keyed, "bet_key", run, bet_log.path, "bet_copies")):
+        run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(copies), bet_log.path)
+    # The parts are in round_id hash order; a bet's DUPLICATE_BET comes before its SETTLEMENT.
+    _sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
+                       lambda rows: rows.sort("source_file", "source_row", "check"))
+    _sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
     return settlement.bet_totals(pl.concat(counts))
 
 
@@ -308,6 +316,30 @@ def _staged(staging: Path) -> list[list[Path]]:
     return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, PIECE_ROWS)]
 
 
+def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, name: str) -> list[pl.LazyFrame]:
+    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `findings.id_key`) is on more than one
+    row, a part of the keys at a time (each copy of an id in the same part, and rarely a hash collision,
+    which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
+
+    Keys are filed by part (of their value) in one pass and counted a part at a time, copies fetched a
+    piece at a time: both bounded by a piece's size. (A pass over every key for each part cost parts x
+    rows, the square of the log: 6.6 s at 30M rounds, against 2.9 s.) is_in with the few keys reaches
+    the scan; a semi-join held the whole piece. The copies grow with the log (32 MiB at 60M rounds),
+    so they are written, not held through the checks that follow, by part of their key: counted at
+    once, the copies of a log exported twice (3M rows) took the audit's peak to 1,479 MiB. Each part is
+    scanned, not held as `parts.each` holds it: the copies of that log peaked at 1,334 MiB so, against
+    1,014 to 1,045 MiB scanned."""
+    collect, count = partial(run.frame, label=label), len(pieces)
+    keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
+                      run.staging / f"{name}.keys")
+    repeated = pl.concat([collect(repeated_keys(of_part.lazy(), key)) for of_part in keys])[key].implode()
+    for i, piece in enumerate(pieces):
+        collect(parts.write(piece.filter(pl.col(key).is_in(repeated)), pl.col(key) % count, count,
+                            run.staging / name, f"{i:06d}"))
+    schema = pieces[0].collect_schema()
+    return [parts.read(run.staging / name, k, schema) for k in parts.filled(run.staging / name)]
+
+
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
            options: Options, started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
     """Every check over the staged rounds (and the bets in scope, `bet_pieces`); returns the small
@@ -322,28 +354,11 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
         options.on_phase("checking each round", i, len(pieces))
         run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
-    # Keys filed by part (of their value) in one pass and counted a part at a time, copies fetched a
-    # piece at a time: both bounded by a piece's size. (A pass over every key for each part cost parts x
-    # rows, the square of the log: 6.6 s at 30M rounds, against 2.9 s.)
     options.on_phase("checking across rounds")
     collect = partial(run.frame, label=label)
-    keys = parts.each([piece.select("id_key") for piece in pieces], pl.col("id_key") % len(pieces), len(pieces),
-                      collect, staging / "keys")
-    repeated = pl.concat([collect(repeated_keys(of_part.lazy())) for of_part in keys])["id_key"].implode()
-    # is_in with the few keys reaches the scan; a semi-join held the whole piece. The copies grow with
-    # the log (32 MiB at 60M rounds), so they are written, not held through the checks that follow; by
-    # part of their key, for DUPLICATE_ROUND to count each round_id's copies a part at a time: counted
-    # at once, the copies of a log exported twice (3M rows) took the audit's peak to 1,479 MiB.
-    for i, piece in enumerate(pieces):
-        collect(parts.write(piece.filter(pl.col("id_key").is_in(repeated)), pl.col("id_key") % len(pieces),
-                            len(pieces), staging / "copies", f"{i:06d}"))
-    schema = pieces[0].collect_schema()
     (staging / "findings.duplicates").mkdir()
-    # Each part scanned, not `parts.each`, which holds a part in memory: the copies of the log exported
-    # twice peaked at 1,334 MiB so, against 1,014 to 1,045 MiB scanned.
-    for k in parts.filled(staging / "copies"):
-        run.sink(f"findings.duplicates/{k:06d}.parquet",
-                 round_findings(parts.read(staging / "copies", k, schema), DUPLICATE), label)
+    for k, copies in enumerate(_copies(pieces, "id_key", run, label, "copies")):
+        run.sink(f"findings.duplicates/{k:06d}.parquet", round_findings(copies, DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
@@ -508,7 +523,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
     a folder not yet made, for counting the rounds flagged among many findings (`_rounds_flagged`)."""
     rounds = counted["rounds"].row(0, named=True)
     by_check = dict(findings.group_by("check").len().collect().iter_rows())
-    codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(("SETTLEMENT",) if bet_log is not None else ()))
+    codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(BET_CODES if bet_log is not None else ()))
     checks = {c.code: "ran" if c.needs is None or c.needs in log.columns
               else f"skipped: the log has no {c.needs} column" for c in CHECKS}
     # Without rounds there are no cards to tell suits by: CARD_COUNT ran, on nothing.
@@ -560,7 +575,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
             "bets_flagged": bet["bets_flagged"],
             **settlement.money_summary(counted["money"]),
         }
-        flagged = flagged or bet["bets_flagged"] or bet["bets_quarantined"]
+        flagged = flagged or bet["bets_flagged"] or bet["bets_quarantined"] or by_check.get("DUPLICATE_BET", 0)
     summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN
     return summary
 

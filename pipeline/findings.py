@@ -46,13 +46,13 @@ def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
     return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))
 
 
-def id_key(round_id: pl.Expr) -> pl.Expr:
-    """A 64-bit hash of a round_id: duplicates are looked for among numbers, not strings."""
-    return round_id.hash(seed=0)
+def id_key(an_id: pl.Expr) -> pl.Expr:
+    """A 64-bit hash of an id (a round_id, a bet_id): duplicates are looked for among numbers, not strings."""
+    return an_id.hash(seed=0)
 
 
-def repeated_keys(keys: pl.LazyFrame) -> pl.LazyFrame:
-    """The id keys on more than one of these rows: every duplicated round_id (and, rarely, a hash
-    collision, which the exact count of `round_findings` on those rows then clears)."""
-    counted = keys.select("id_key").group_by("id_key").agg(pl.len().alias("rows"))
-    return counted.filter(pl.col("rows") > 1).select("id_key")
+def repeated_keys(keys: pl.LazyFrame, key: str = "id_key") -> pl.LazyFrame:
+    """The id keys (column `key`) on more than one of these rows: every duplicated id (and, rarely, a
+    hash collision, which the exact count of the findings on those rows then clears)."""
+    counted = keys.select(key).group_by(key).agg(pl.len().alias("rows"))
+    return counted.filter(pl.col("rows") > 1).select(key)

@@ -20,7 +20,8 @@ from pipeline.errors import InputError, first_line
 from pipeline.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
-            | {"SETTLEMENT": settlement.MEANING, "TABLE_STATS": fairness.MEANING})
+            | {"SETTLEMENT": settlement.MEANING, "DUPLICATE_BET": settlement.DUPLICATE_MEANING,
+               "TABLE_STATS": fairness.MEANING})
 EXIT_MEANINGS = {0: "clean: every row audited, nothing flagged",
                  1: "findings, quarantined rows or an unmet expectation"}
 BAND_Z = 3.29  # a 99.9% band around each expected share

@@ -19,6 +19,8 @@ from pipeline.ingest import reasons_text
 from pipeline.errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
+DUPLICATE_MEANING = ("The bet_id appears on more than one row of the bet log: a bet recorded twice may have "
+                     "been paid twice. Every copy is settled as a bet of its own and flagged.")
 AMOUNT = r"^([0-9]{1,12})(?:\.([0-9]{1,4}))?$"  # ASCII digits: Python's \d and Decimal take "١٠" too
 E8, E12 = 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
@@ -177,6 +179,23 @@ def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("stake"), money_text(pl.col("expected_e12")), pl.col("paid"),
         ),
     )
+
+
+def duplicate_bets(bet_rows: pl.LazyFrame) -> pl.LazyFrame:
+    """DUPLICATE_BET findings: every row of a bet_id that is on more than one of `bet_rows`, which hold
+    every row of each bet_id among them (the whole bet log, or a part of its bet_ids by hash). Every
+    row with a bet_id counts, a quarantined one too, as the contract's uniqueness expectation counts."""
+    copies = pl.col("copies")
+    return (bet_rows.filter(pl.col("bet_id").is_not_null()).with_columns(copies=pl.len().over("bet_id"))
+            .filter(copies > 1).select(
+                "source_file", "source_row", pl.lit("bets").alias("source"), "round_id",
+                *(pl.lit(None, pl.String).alias(c) for c in ("table_id", "shoe_id", "hand_no", "dealt_at")),
+                "bet_id",
+                check=pl.lit("DUPLICATE_BET"),
+                expected=pl.lit("1 row"),
+                recorded=pl.format("{} rows", copies),
+                detail=pl.format("bet_id {} appears on {} rows of the bet log.", pl.col("bet_id"), copies),
+            ).cast(FINDINGS_SCHEMA))
 
 
 def bet_quarantine(settled: pl.LazyFrame) -> pl.LazyFrame:

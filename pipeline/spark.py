@@ -4,8 +4,8 @@ Spark reads the logs (every column as text) and hands each task its rows as Arro
 (`DataFrame.mapInArrow`). Each batch goes through the very functions the polars engine uses
 (`audit.prepared`, `findings.round_findings`, `fairness.observed_counts`). What needs more than a batch
 is arranged by Spark first:
-- DUPLICATE_ROUND: a Spark group-by finds the round_ids on several rows; only those rows come back to
-  the driver to be written up;
+- DUPLICATE_ROUND and DUPLICATE_BET: a Spark group-by finds the round_ids (bet_ids) on several rows;
+  only those rows come back to the driver to be written up;
 - integrity (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP): the log is repartitioned by shoe_id, so that each
   task holds whole shoes, and runs `integrity.integrity_findings` on its partition;
 - fairness: each batch's counts per (table, dealer, shoe, profile) cell are added up on the driver,
@@ -182,9 +182,13 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
                    bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
                    _ddl(dict(schema))))
     outputs = _outputs(settled, settlement.outputs, pl.LazyFrame(schema=schema))
+    # DUPLICATE_BET: a Spark group-by finds the bet_ids on several rows; only their rows come back.
+    repeated = placed.where(F.col("bet_id").isNotNull()).groupBy("bet_id").count().filter(F.col("count") > 1)
+    copies = placed.join(repeated.select("bet_id"), "bet_id", "left_semi").toArrow()
+    duplicates = settlement.duplicate_bets(_from_spark(copies)).collect()
     in_order = ["source_file", "source_row"]
-    return {"findings": outputs["findings"].sort(in_order), "quarantine": outputs["quarantine"].sort(in_order),
-            "counted": settlement.bet_totals(outputs["counts"])}
+    return {"findings": pl.concat([outputs["findings"], duplicates]).sort(*in_order, "check"),
+            "quarantine": outputs["quarantine"].sort(in_order), "counted": settlement.bet_totals(outputs["counts"])}
 
 
 def _partitions(spark, rows: int) -> int:

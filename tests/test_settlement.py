@@ -199,18 +199,47 @@ def test_a_profile_is_a_file(tmp_path, monkeypatch):
         profiles.load.cache_clear()
 
 
+def test_a_bet_recorded_twice_is_flagged_on_every_copy_with_the_contract_or_without(tmp_path):
+    """Both copies are paid right, so no SETTLEMENT: the bet may still have been paid twice. The contract
+    counts such rows (with three examples); DUPLICATE_BET lists every one, and flags the run without it."""
+    (tmp_path / "rounds.csv").write_text(
+        "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3\n"
+        "R1,9S,KH,KD,3C,,\nR2,KS,9H,KD,KC,,\n")  # naturals: Player wins R1, Banker wins R2
+    once = "round_id,bet_id,bet_type,stake,paid\nR1,B1,PLAYER,10,20\nR2,B2,BANKER,10,19.50\n"
+    (tmp_path / "once.csv").write_text(once)
+    (tmp_path / "twice.csv").write_text(once + "R1,B1,PLAYER,10,20\n")
+    clean = audit.audit(tmp_path / "rounds.csv", tmp_path / "clean", audit.Options(bets=tmp_path / "once.csv"))
+    assert clean.exit_code == 0 and clean.summary["findings"]["DUPLICATE_BET"] == 0
+    for options in (audit.Options(bets=tmp_path / "twice.csv"), audit.Options(validate=False, bets=tmp_path / "twice.csv")):
+        result = audit.audit(tmp_path / "rounds.csv", tmp_path / "out", options)
+        assert (result.exit_code, result.summary["bets_flagged"]) == (1, 0)
+        found = pl.read_parquet(tmp_path / "out" / "findings.parquet")
+        assert found.select("source_row", "bet_id", "check", "recorded", "detail").rows() == [
+            (row, "B1", "DUPLICATE_BET", "2 rows", "bet_id B1 appears on 2 rows of the bet log.") for row in (1, 3)]
+        if options.validate:  # the contract's count of the same rows
+            (unique,) = (e for e in result.summary["contract"]["bets"]["expectations"]
+                         if e["type"] == "expect_column_values_to_be_unique")
+            assert (unique["unexpected_count"], unique["examples"]) == (2, ["B1", "B1"])
+
+
 def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
     """Bets are settled a part of the round_ids at a time (more parts for more rows): the parts,
-    the duplicated and quarantined rounds among them, must change nothing."""
+    the duplicated and quarantined rounds among them, and bets recorded twice (their copies pieces
+    apart), must change nothing."""
     log = generate.generate(3000, seed=23, fault_rate=0.05, profile_names=("standard", "super-6"), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    options = audit.Options(validate=False, bets=paths["bets_parquet"])
+    placed = pl.read_parquet(paths["bets_parquet"])
+    # Five bets at the end again, and the last one under the 101st bet's id: 12 rows with a copy.
+    pl.concat([placed, placed.head(5), placed.tail(1).with_columns(bet_id=pl.lit(placed["bet_id"][100]))]
+              ).write_parquet(tmp_path / "bets_twice.parquet")
+    options = audit.Options(validate=False, bets=tmp_path / "bets_twice.parquet")
     whole = audit.audit(paths["parquet"], tmp_path / "whole", options)
     monkeypatch.setattr(audit, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets
     cut = audit.audit(paths["parquet"], tmp_path / "cut", options)
     monkeypatch.setattr(parts, "FAN_OUT", 4)  # 96 parts filed in buckets of 24, integrity's 6 groups in 2s
     bucketed = audit.audit(paths["parquet"], tmp_path / "bucketed", options)
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
+    assert whole.summary["findings"]["DUPLICATE_BET"] == 12
     for other in (cut, bucketed):
         for key in ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid",
                     "findings"):

@@ -34,7 +34,11 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     paths = generate.write(log, tmp_path / "log")
     inputs = [str(paths["parquet"]), str(ASSETS / "mixed_notation.csv")]
     statuses = {"B1": "void", "B2": "VOIDED", "B6": "PENDING", "B19": "CANCELLED"}  # see test_settlement
-    pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False).with_columns(
+    hand_written = pl.read_csv(ASSETS / "mixed_notation_bets.csv", infer_schema=False)
+    # Bets recorded twice: one within this file, one whose bet_id is the generated log's too.
+    twice = pl.concat([hand_written.filter(pl.col("bet_id") == "B4"),
+                       hand_written.filter(pl.col("bet_id") == "B7").with_columns(bet_id=pl.lit(log.bets[0]["bet_id"]))])
+    pl.concat([hand_written, twice]).with_columns(
         status=pl.col("bet_id").replace_strict(statuses, default=None)).write_csv(tmp_path / "bets.csv")
     options = audit.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"])
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
@@ -55,10 +59,14 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
         assert on_spark[key] == on_polars[key], key
     assert all(on_spark["findings"][code] > 0 for code in ("DUPLICATE_ROUND", "CARD_COUNT", "SHOE_SEQUENCE",
                                                             "TIMESTAMP", "PLAYER_DRAW", "BANKER_DRAW", "SETTLEMENT",
-                                                            "TABLE_STATS"))
+                                                            "DUPLICATE_BET", "TABLE_STATS"))
     # A uniqueness expectation's examples are some of the repeated ids, in whichever order GX meets them.
-    repeated = set(pl.read_parquet(tmp_path / "polars" / "findings.parquet")
-                   .filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"])
+    found = pl.read_parquet(tmp_path / "polars" / "findings.parquet")
+    repeated = {*found.filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"],
+                *found.filter(pl.col("check") == "DUPLICATE_BET")["bet_id"]}
+    (unique_bet_id,) = (e for e in on_polars["contract"]["bets"]["expectations"]
+                        if e["type"] == "expect_column_values_to_be_unique")
+    assert on_polars["findings"]["DUPLICATE_BET"] == unique_bet_id["unexpected_count"] == 4  # every copy, both
     for role in ("rounds", "bets"):
         for met_on_spark, met_on_polars in zip(on_spark["contract"][role]["expectations"],
                                                on_polars["contract"][role]["expectations"], strict=True):
