@@ -244,6 +244,8 @@ def explain(
         profiles.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, _mapping(mapping))
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, _mapping(bets_mapping)) if bets else []
+        bet_ids = sorted({row["bet_id"] for row in bet_rows if row["bet_id"] is not None})
+        bet_places = ingest.places_of(bets, "bet_log", "bet_id", bet_ids, _mapping(bets_mapping)) if bet_ids else []
         for row in rows:
             row["profile"] = row["profile"] or profile
         # Held to the profiles as the audit holds a log: an unknown one names the file and column.
@@ -264,6 +266,8 @@ def explain(
             explanation["bets"] = explain_round.settle_bets(explanation, bet_rows, unsettled)
         if not explained:
             rejected[0]["bets"] = explain_round.settle_bets(rows[0], bet_rows, unsettled)
+        for explanation in explained + rejected[:1]:
+            explain_round.note_bet_copies(explanation.get("bets", []), bet_places)
     if as_json:
         typer.echo(json.dumps(explained + rejected, indent=2))
     else:

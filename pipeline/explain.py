@@ -177,6 +177,18 @@ def note_copies(explained: list[dict]) -> None:
                                  f"replayable rows of the log ({rows}); the audit flags every copy.")
 
 
+def note_bet_copies(settled: list[dict], places: list[dict]) -> None:
+    """A note on each settled bet (`settle_bets`) whose bet_id is on several rows of the bet log
+    (`places`: where each of the round's bet_ids is, `ingest.places_of`): the audit flags every copy
+    DUPLICATE_BET, which the round's own bets may not show (a copy can sit under another round)."""
+    for bet in settled:
+        rows = [f"{place['source_file']} row {place['source_row']}" for place in places
+                if bet["bet_id"] is not None and place["bet_id"] == bet["bet_id"]]
+        if len(rows) > 1:
+            bet["copies"] = (f"DUPLICATE_BET: bet_id {bet['bet_id']} is on {len(rows)} rows of the bet log "
+                             f"({', '.join(rows)}); the audit flags every copy.")
+
+
 def render(explanation: dict) -> str:
     """The explanation (or a quarantined row's reason) as plain text for a terminal."""
     lines = [f"Round {explanation['round_id']} ({explanation['source_file']}, row {explanation['source_row']})"]
@@ -192,5 +204,5 @@ def render(explanation: dict) -> str:
         lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
     for bet in explanation.get("bets", []):
         lines.append(f"  Bet {bet['bet_id']}:")
-        lines += [f"    {step}" for step in bet["steps"]]
+        lines += [f"    {line}" for line in ([bet["copies"]] if "copies" in bet else []) + bet["steps"]]
     return "\n".join(lines)

@@ -858,6 +858,16 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def places_of(path: Path, contract_name: str, column: str, values: list[str], mapping: Mapping | None = None
+              ) -> list[dict]:
+    """Every row of a whole log whose `column` holds one of `values`, as its file, row and that value:
+    for an investigation, the copies of a round's bets anywhere in the bet log. One column is read."""
+    log = scan(path, contract_name, mapping)
+    wanted = pl.col(column).is_in(pl.Series(values, dtype=pl.String).implode())
+    return pl.concat([collect(log.path, [piece.filter(wanted).select("source_file", "source_row", column)])[0]
+                      for piece in log.pieces(max(1, sum(log.rows_per_file)))]).to_dicts()
+
+
 def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mapping | None = None) -> list[dict]:
     """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round:
     narrowed as `--table` narrows an audit, so a Parquet reader decodes little but the round_ids."""

@@ -267,6 +267,21 @@ def test_explain_of_an_unknown_round_exits_2():
     assert result.exit_code == 2
 
 
+def test_explain_names_every_copy_of_a_bet_the_audit_flags_a_copy_under_another_round_too(tmp_path):
+    placed = (ASSETS / "mixed_notation_bets.csv").read_text() + "R3,B1,PLAYER,10,20,1\n"  # R2's B1 again
+    (tmp_path / "bets.csv").write_text(placed)
+    explained = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R2", "--bets", tmp_path / "bets.csv",
+                               "--json").output)
+    assert run("audit", ASSETS / "mixed_notation.csv", "--bets", tmp_path / "bets.csv", "--out", tmp_path / "out",
+               "--no-contract").exit_code == 1
+    flagged = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check") == "DUPLICATE_BET")
+    rows = ", ".join(f"{file} row {row}" for file, row in flagged.select("source_file", "source_row").iter_rows())
+    assert flagged.height == 2 and set(flagged["bet_id"]) == {"B1"}
+    assert {bet["bet_id"]: bet.get("copies") for bet in explained[0]["bets"]} == {
+        "B1": f"DUPLICATE_BET: bet_id B1 is on 2 rows of the bet log ({rows}); the audit flags every copy.",
+        "B2": None, "B3": None}
+
+
 def test_generate_writes_the_same_rounds_as_csv_and_parquet(tmp_path):
     result = run("generate", "--rounds", 500, "--seed", 3, "--fault-rate", 0.1, "--out", tmp_path)
     assert result.exit_code == 0, result.output
