@@ -861,7 +861,8 @@ def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
 def places_of(path: Path, contract_name: str, column: str, values: list[str], mapping: Mapping | None = None
               ) -> list[dict]:
     """Every row of a whole log whose `column` holds one of `values`, as its file, row and that value:
-    for an investigation, the copies of a round's bets anywhere in the bet log. One column is read."""
+    for an investigation, the copies of a round's bets anywhere in the bet log. Only that column is
+    asked of the files."""
     log = scan(path, contract_name, mapping)
     wanted = pl.col(column).is_in(pl.Series(values, dtype=pl.String).implode())
     return pl.concat([collect(log.path, [piece.filter(wanted).select("source_file", "source_row", column)])[0]
