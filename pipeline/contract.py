@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -28,7 +27,7 @@ import polars as pl
 from pipeline import ingest, parts, stops
 from pipeline.errors import InputError
 from pipeline.preload import preload as preloading
-from pipeline.settlement import amount_e4, money_str
+from pipeline.settlement import amount_e4, e12_text
 from pipeline.timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
@@ -333,7 +332,7 @@ def _shown(number: int, kind: str) -> str:
     if number == UNREADABLE:
         return "unreadable"
     if kind == "amount":
-        return money_str(Decimal(number).scaleb(-4))
+        return e12_text(number * 10**8)  # 1/10,000 as 1/10^12: the settlement's exact text of money
     return datetime.fromtimestamp(number, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
