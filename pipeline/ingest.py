@@ -34,8 +34,8 @@ from pipeline.selection import Selection
 
 #: The contracts, mappings and profiles: data, kept at the top of the checkout and shipped inside the
 #: package by a wheel (pyproject.toml maps them to pipeline/schemas), so an installed tool finds them.
-SCHEMAS = next(folder for folder in (Path(__file__).resolve().parent / "schemas",
-                                     Path(__file__).resolve().parent.parent / "schemas") if folder.is_dir())
+_PACKAGE = Path(__file__).resolve().parent
+SCHEMAS = next(folder for folder in (_PACKAGE / "schemas", _PACKAGE.parent / "schemas") if folder.is_dir())
 MAPPINGS = SCHEMAS / "mappings"
 PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
