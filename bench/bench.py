@@ -1,8 +1,8 @@
 """Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
 Python replay), with the least a replaying audit must do (a bare replay: cards looked up, replayed,
-compared and counted in one query) and the steps between them (the log read as the checks read it, trimmed; the
-staging queries' parse and replay held in memory, not written), with and without the Great
-Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
+compared and counted in one query) and the steps between them (the log read as the checks read it,
+trimmed; the staging queries' parse and replay held in memory, not written), with and without the
+Great Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
 bets, the nightly job with all of them, an investigator's narrowed audit (one table on one night),
 the audit of a log whose every round is found, and of the log kept as a year of nightly files, on
 generated logs.
@@ -239,8 +239,8 @@ def main() -> None:
         path, bets = make_log(rounds, args.dir)
         every_round_found(path)  # made before anything is measured
         nightly_files(path)
-        tasks = ["read", "bare-replay", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night", "audit+bets",
-                 "audit+contract", "nightly", "every-round-found", "nightly-files"]
+        tasks = ["read", "bare-replay", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night",
+                 "audit+bets", "audit+contract", "nightly", "every-round-found", "nightly-files"]
         if rounds <= args.row_by_row_max:
             tasks.append("row-by-row")
         figures = {t: measure(t, path, args.dir / f"out_{rounds}", FLOOR_RUNS if t in FLOORS else 1) for t in tasks}
