@@ -118,7 +118,7 @@ def bare_replay(path: Path) -> int:
     totals and result, look each card up, replay, compare, count. Nothing trimmed, quarantined,
     written or explained. Its time against the bare read bounds what any such audit can reach here.
     Returns the rounds it flags, which `row_by_row` flags too (rows with an unreadable card are skipped)."""
-    from pipeline import cards, checks
+    from pipeline import cards
 
     codes = {c: cards.parse_expr(pl.col(c)) for c in integrity.DEAL_ORDER}
     readable = pl.all_horizontal(
@@ -126,12 +126,7 @@ def bare_replay(path: Path) -> int:
         *(pl.col(c).is_null() | codes[c].is_not_null() for c in integrity.DEAL_ORDER[4:]))
     values = {c.replace("_card", ""): cards.value_expr(code) for c, code in codes.items()}
     log = pl.scan_parquet(path).select(*integrity.DEAL_ORDER, "player_total", "banker_total", "outcome")
-    recorded = checks.recorded_outcome(pl.col("outcome"))
-    flagged = ((pl.col("player_must_draw") != pl.col("player_drew"))
-               | (pl.col("banker_must_draw") != pl.col("banker_drew"))
-               | (pl.col("player_total") != pl.col("player_final")).fill_null(False)
-               | (pl.col("banker_total") != pl.col("banker_final")).fill_null(False)
-               | (pl.col("outcome").is_not_null() & recorded.ne_missing(pl.col("result"))))
+    flagged = pl.any_horizontal(check.flag for check in PER_ROUND)  # the audit's own flags, never null
     replayed = replay(log.filter(readable).with_columns(**values))
     return replayed.select(flagged.sum()).collect().item()
 
