@@ -48,6 +48,12 @@ def tool(version: Annotated[bool, typer.Option("--version", is_eager=True, callb
 SHOWN = 8  # findings printed by `audit`; all of them are in findings.parquet
 
 
+def _counted(count: int, noun: str, spec: str = "") -> str:
+    """"1 round", "2 rounds" (`spec` formats the number): the counts `audit` prints, read by a person
+    as often as by a job."""
+    return f"{count:{spec}} {noun}{'' if count == 1 else 's'}"
+
+
 def _fail(error: InputError) -> typer.Exit:
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(error.exit_code)
@@ -148,16 +154,16 @@ def audit(
         except InputError as error:
             raise _fail(error) from None
     s = result.summary
-    typer.echo(f"{s['rows_read']} rows read: {s['rounds_audited']} rounds audited, "
-               f"{s['rows_quarantined']} quarantined, {s['rounds_flagged']} rounds flagged.")
+    typer.echo(f"{_counted(s['rows_read'], 'row')} read: {_counted(s['rounds_audited'], 'round')} audited, "
+               f"{s['rows_quarantined']} quarantined, {_counted(s['rounds_flagged'], 'round')} flagged.")
     if "bets_read" in s:
-        typer.echo(f"{s['bets_read']} bets read: {s['bets_settled']} settled, {s['bets_quarantined']} "
+        typer.echo(f"{_counted(s['bets_read'], 'bet')} read: {s['bets_settled']} settled, {s['bets_quarantined']} "
                    f"quarantined, {s['bets_flagged']} wrongly paid (overpaid "
                    f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
                    f"{settlement.in_currencies(s['money'], 'underpaid')}).")
     if s["inputs_not_read"]:
         names = [u["path"] for u in s["inputs_not_read"]]
-        typer.echo(f"Not read: {len(names)} files in the input folders are not logs (.csv, .txt, .parquet, "
+        typer.echo(f"Not read: {_counted(len(names), 'file')} in the input folders are not logs (.csv, .txt, .parquet, "
                    f".pq): {', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
     for check, count in s["findings"].items():
         if count:
@@ -180,7 +186,8 @@ def audit(
     written = [name for name in (*audit_run.OUTPUTS, audit_run.DOCS) if (out / name).exists()]
     typer.echo(f"Written to {out}/: {', '.join(written)}")
     seconds = time.perf_counter() - started
-    typer.echo(f"{s['rows_read']:,} rounds in {seconds:.1f} s ({s['rows_read'] / seconds:,.0f} rounds/s)")
+    typer.echo(f"{_counted(s['rows_read'], 'round', ',')} in {seconds:.1f} s "
+               f"({s['rows_read'] / seconds:,.0f} rounds/s)")
     raise typer.Exit(result.exit_code)
 
 
@@ -294,7 +301,8 @@ def generate(
     except InputError as error:
         raise _fail(error) from None
     paths = generator.write(log, out)
-    typer.echo(f"{len(log.rows)} rounds and {len(log.bets)} bets ({len(log.faults)} faults) written to "
+    typer.echo(f"{_counted(len(log.rows), 'round')} and {_counted(len(log.bets), 'bet')} "
+               f"({_counted(len(log.faults), 'fault')}) written to "
                f"{out}/; the faults are listed in {paths['faults']}")
 
 

@@ -36,6 +36,22 @@ def test_audit_of_a_clean_log_exits_0(clean_log, tmp_path):
     assert "6000 rounds audited, 0 quarantined, 0 rounds flagged" in result.output
 
 
+def test_audit_counts_one_as_one(tmp_path):
+    """One round dealt against the tableau (Banker drew 4H on Player's natural 9: a tie of the cards
+    dealt), and its one bet, a Player bet pushed: the printed counts read as a person would write
+    them, singular where they are one."""
+    log = _write(tmp_path / "one.csv", f"{HEADER}\nR1,9S,KS,,2H,3H,4H\n")
+    bets = _write(tmp_path / "bets.csv", "bet_id,round_id,bet_type,stake,paid\nB1,R1,PLAYER,10.00,10.00\n")
+    result = run("audit", log, "--bets", bets, "--out", tmp_path / "out", "--no-contract")
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "1 row read: 1 round audited, 0 quarantined, 1 round flagged."
+    assert lines[1].startswith("1 bet read: 1 settled, 0 quarantined, 0 wrongly paid")
+    assert lines[-1].startswith("1 round in ")
+    result = run("audit", ASSETS / "mixed_notation.csv", "--out", tmp_path / "several", "--no-contract")
+    assert result.output.startswith("13 rows read: 9 rounds audited, 4 quarantined, 7 rounds flagged.\n")
+
+
 def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
     result = run("audit", ASSETS / "mixed_notation.csv", "--out", tmp_path)
     assert result.exit_code == 1

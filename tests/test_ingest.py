@@ -466,7 +466,7 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     assert files == [Path("logs/rounds.csv")]
     completed = cli("audit", "logs/rounds.csv", log, "link.csv", "hard.csv", "--out", tmp_path / "out",
                     "--no-contract")
-    assert completed.returncode == 0 and "1 rows read" in completed.stdout, completed.stdout + completed.stderr
+    assert completed.returncode == 0 and "1 row read: 1 round audited" in completed.stdout, completed.stdout + completed.stderr
 
 
 def test_on_a_file_system_without_inode_numbers_a_file_is_told_apart_by_its_resolved_path(tmp_path, monkeypatch):
