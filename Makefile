@@ -26,8 +26,10 @@ audit: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-## Deal the bundled sample again (same seed, same rounds).
+## Deal the bundled sample again (same seed, same rounds): the committed files are removed first,
+## since the generator replaces only files it wrote itself.
 sample: $(STAMP)
+	rm -f data/rounds.csv data/rounds.parquet data/bets.csv data/bets.parquet data/faults.csv
 	$(BIN)/baccarat-audit generate --rounds 2000 --seed 2026 --fault-rate 0.01 --bets \
 	  --profile standard --profile super-6 --profile ez-baccarat --profile tie-9 --out data
 

@@ -1,15 +1,32 @@
 """`python -m pipeline ...` is `baccarat-audit ...`.
 
-A stop by signal is taken as `stops` takes it from the first moment: the CLI's imports (polars,
-pyarrow, typer) take most of a second, and a Ctrl-C among them ended Python with a traceback, a
-SIGTERM with no word at all. An import that fails (a broken install: a library missing or built for
-another machine) is the tool's failure, exit 3, as every other; Python's own exit 1 would read as findings.
+A signal is taken from the entry point's first line: the handler below needs only `os` and
+`signal`, which the interpreter has loaded already, and stands until `stops` installs the full one
+(which also removes a run's staging folders). The CLI's imports (polars, pyarrow, typer) take most
+of a second, and a SIGTERM among them ended Python with no word at all. An import that fails (a
+broken install: a library missing or built for another machine) is the tool's failure, exit 3, as
+every other; Python's own exit 1 would read as findings.
 """
 
-import sys
+import os
+import signal
 
-from pipeline import stops
-from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, failure
+EXIT_CANNOT_RUN = 2  # as pipeline.errors says; not imported from there, which would come first
+
+
+def _stopped(signum: int, frame: object) -> None:
+    os.write(2, f"error: stopped by {signal.Signals(signum).name} before the run completed\n".encode())
+    os._exit(EXIT_CANNOT_RUN)
+
+
+for _stopping in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    if not (_stopping == signal.SIGHUP and signal.getsignal(_stopping) is signal.SIG_IGN):  # nohup
+        signal.signal(_stopping, _stopped)
+
+import sys  # noqa: E402 (after the handler, on purpose)
+
+from pipeline import stops  # noqa: E402
+from pipeline.errors import EXIT_FAILED, failure  # noqa: E402
 
 
 def main() -> None:

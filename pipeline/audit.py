@@ -11,26 +11,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, parts, profiles, report,
-                      settlement, stops, stored)
+from pipeline import (__version__, cards, contract, evidence, fairness, ingest, integrity, owned, parts, profiles,
+                      report, settlement, stops, stored)
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
-from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError
-from pipeline.findings import id_key, in_log_order, repeated_keys, round_findings
+from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
+from pipeline.findings import in_log_order, repeated_keys, round_findings
+from pipeline.ids import id_key
 from pipeline.replay import replay
 from pipeline.selection import Selection
+from pipeline.shown import kept_short
 from pipeline.timestamps import with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
@@ -63,10 +63,11 @@ def sha256(path: Path) -> str:
 
 
 def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
-    """The profiles a run needs: the default and every name in the staged rounds' `profile`, all known."""
+    """The profiles a run needs: the default and every name in the `profile` of the staged rounds
+    whose structure is sound (a malformed row is quarantined, its fields out of place), all known."""
     profiles.load(default)
     names = {default}
-    for name in rounds.select(pl.col("profile").unique()).collect()["profile"]:
+    for name in rounds.filter(pl.col("malformed").is_null()).select(pl.col("profile").unique()).collect()["profile"]:
         try:
             profiles.load(name)
         except InputError as error:
@@ -376,15 +377,23 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     return counted
 
 
-@ingest.one_row_group_ahead()
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
+    try:
+        return _audit(rounds, Path(out_dir), options)
+    except OutputError as error:
+        raise InputError(f"{out_dir}: an output cannot be written ({error})") from None
+
+
+@ingest.one_row_group_ahead()
+def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result:
     started = datetime.now(UTC)
     preload("scipy.special")  # the fairness tails
+    out_dir = Path(out_dir)
+    owned.claim(out_dir, outputs_of(options))  # before anything is read
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
-    out_dir = Path(out_dir)
-    with staging_in(out_dir) as staging:
+    with staging_in(out_dir, outputs_of(options)) as staging:
         _stage(log, options, staging)
         names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
@@ -420,11 +429,21 @@ def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()
     return Result(summary, out_dir)
 
 
-def staging_in(out_dir: Path) -> AbstractContextManager[Path]:
+@contextmanager
+def staging_in(out_dir: Path, names: list[str]) -> Iterator[Path]:
     """A new staging folder inside `out_dir` (made if need be), where the outputs are written until
     `publish`, and removed on the way out however the run ends, a stop by signal included
-    (`stops.run_folder`); an InputError naming the directory when it cannot be made or written."""
-    return stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the output directory")
+    (`stops.run_folder`). Before it is made: an InputError when one of `names` is held by what this
+    tool did not write (`owned.claim`), and what killed runs left is removed (`owned.clean_leftovers`);
+    an InputError naming the directory when it cannot be made or written."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: is a file, not an output directory")
+    owned.claim(out_dir, names)
+    owned.clean_leftovers(out_dir)
+    with stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the output directory") as staging:
+        with owned.hold(staging):
+            yield staging
 
 
 def add_contract(summary: dict, validated: dict[str, dict]) -> None:
@@ -439,7 +458,7 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
                  bet_log: ingest.Log | None, profile: str) -> None:
     """evidence.json (the first findings of each check, explained from `rounds`, prepared rows that
     hold at least the rounds explained) and report.html, beside the other outputs in `staging`."""
-    gathered = evidence.gather(findings, log.path, rounds, bet_log, profile, PIECE_ROWS)
+    gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile, PIECE_ROWS))
     (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
     report.write(staging)
 
@@ -459,25 +478,17 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
     return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
 
 
+def outputs_of(options: Options) -> list[str]:
+    """The names a run with `options` may write in its output directory (the Data Docs with the contract)."""
+    return [*OUTPUTS, *([DOCS] if options.validate else [])]
+
+
 def publish(staging: Path, out_dir: Path) -> None:
-    """Move the finished outputs into place; remove what an earlier run left that this one did not write.
-    summary.json goes out first and comes in last: a run killed outright among the moves (SIGKILL, a
-    power cut) leaves no summary.json beside outputs of two runs. A stop by signal among them is
-    ignored, and the run ends as it would have (`stops.publishing`)."""
+    """Move the finished outputs into place, replacing and removing only what earlier runs of this
+    tool wrote (`owned.publish`). A stop by signal among the moves is ignored, and the run ends as it
+    would have (`stops.publishing`)."""
     with stops.publishing():
-        (out_dir / SUMMARY).unlink(missing_ok=True)
-        for name in OUTPUTS:
-            if name == SUMMARY:
-                continue
-            if (staging / name).exists():
-                os.replace(staging / name, out_dir / name)
-            elif (out_dir / name).exists():
-                (out_dir / name).unlink()
-        if (staging / DOCS).exists():
-            contract.move_docs(staging / DOCS, out_dir / DOCS)
-        elif (out_dir / DOCS).exists():
-            shutil.rmtree(out_dir / DOCS)
-        os.replace(staging / SUMMARY, out_dir / SUMMARY)
+        owned.publish(staging, out_dir, [*OUTPUTS, DOCS], last=SUMMARY)
 
 
 def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:
@@ -491,6 +502,10 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
             entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
         entries.append(entry)
     return entries
+
+
+def _not_read(role: str, log: ingest.Log) -> list[dict]:
+    return [{"role": role, "path": str(path), "reason": reason} for path, reason in log.unread]
 
 
 def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
@@ -537,7 +552,7 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
         "tool": {"name": "baccarat-audit", "version": __version__},
         "started_at": started.isoformat(timespec="seconds"),
         "inputs": inputs,
-        "inputs_not_read": [{"role": "rounds", "path": str(path)} for path in log.unread],
+        "inputs_not_read": _not_read("rounds", log),
         "rules": {
             "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
             "profiles": {name: profiles.load(name).sha256 for name in names},
@@ -559,14 +574,14 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
         summary["fairness"] = {
             "threshold": options.fairness_threshold,
             "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
-            "tables_flagged": sorted(set(table_level.filter(pl.col("flagged"))["group"])),
-            "tables": table_level.to_dicts(),
+            "tables_flagged": kept_short(sorted(set(table_level.filter(pl.col("flagged"))["group"]))),
+            "tables": kept_short(table_level.to_dicts()),
         }
     flagged = summary["rounds_flagged"] or summary["rows_quarantined"] or by_check.get("TABLE_STATS", 0)
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
         inputs += _inputs("bets", bet_log, options.bets_mapping, counted["bets_per_file"])
-        summary["inputs_not_read"] += [{"role": "bets", "path": str(path)} for path in bet_log.unread]
+        summary["inputs_not_read"] += _not_read("bets", bet_log)
         summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
         summary |= {
             "bets_read": bet["bets_read"],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipeline import cards, ingest, tableau
+from pipeline.ids import copies_detail, same_id
 from pipeline.lookup import lookup
 
 _CARD_NAMES = {code: cards.name(code) for code in set(cards.SPELLINGS.values())}
@@ -117,14 +118,14 @@ def _outcome_check() -> Check:
 
 
 def _duplicate_check() -> Check:
-    copies = pl.len().over("round_id")
+    copies = pl.len().over(same_id(pl.col("round_id")))
     return Check(
         code="DUPLICATE_ROUND",
         meaning="The round_id appears on more than one row; every copy is audited and flagged.",
         flag=copies > 1,
         expected=pl.lit("1 row"),
         recorded=pl.format("{} rows", copies),
-        detail=pl.format("round_id {} appears on {} rows of the log.", pl.col("round_id"), copies),
+        detail=copies_detail("round_id", pl.col("round_id"), copies, "log"),
     )
 
 

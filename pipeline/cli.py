@@ -23,6 +23,7 @@ from pipeline import report as report_page
 from pipeline import odds as exact_odds
 from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, failure
 from pipeline.selection import Selection
+from pipeline.shown import shown
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -46,16 +47,17 @@ def tool(version: Annotated[bool, typer.Option("--version", is_eager=True, callb
 
 
 SHOWN = 8  # findings printed by `audit`; all of them are in findings.parquet
+ERROR_CHARS = 1000  # an error line is shortened past this: it may quote a value of the log
 
 
-def _counted(count: int, noun: str, spec: str = "") -> str:
+def _counted(count: int, noun: str, spec: str = "", plural: str | None = None) -> str:
     """"1 round", "2 rounds" (`spec` formats the number): the counts `audit` prints, read by a person
     as often as by a job."""
-    return f"{count:{spec}} {noun}{'' if count == 1 else 's'}"
+    return f"{count:{spec}} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _fail(error: InputError) -> typer.Exit:
-    typer.echo(f"error: {error}", err=True)
+    typer.echo(f"error: {shown(error, ERROR_CHARS)}", err=True)
     return typer.Exit(error.exit_code)
 
 
@@ -162,33 +164,38 @@ def audit(
                    f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
                    f"{settlement.in_currencies(s['money'], 'underpaid')}).")
     if s["inputs_not_read"]:
-        names = [u["path"] for u in s["inputs_not_read"]]
-        typer.echo(f"Not read: {_counted(len(names), 'file')} in the input folders are not logs (.csv, .txt, .parquet, "
-                   f".pq): {', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
+        names = [f"{shown(u['path'])} ({u['reason']})" for u in s["inputs_not_read"]]
+        typer.echo(f"Not read: {_counted(len(names), 'entry', plural='entries')} of the input folders: "
+                   f"{', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
     for check, count in s["findings"].items():
         if count:
             typer.echo(f"  {check:<16} {count}")
     for check, state in s["checks"].items():
         if state != "ran":
             typer.echo(f"  {check:<16} {state}")
-    shown = audit_run.first_findings(result, SHOWN)
-    for finding in shown:
-        typer.echo(f"  row {finding['source_row']} round {finding['round_id']}: {finding['check']}: "
-                   f"{finding['detail']}")
-    if sum(s["findings"].values()) > len(shown):
+    first = audit_run.first_findings(result, SHOWN)
+    for finding in first:
+        typer.echo(f"  {shown(finding['source_file'])} row {finding['source_row']} round {shown(finding['round_id'])}: "
+                   f"{finding['check']}: {shown(finding['detail'])}")
+    if sum(s["findings"].values()) > len(first):
         typer.echo("  ... the rest in findings.parquet")
     for role, validation in s.get("contract", {}).items():
         failed = [e for e in validation["expectations"] if e.get("success") is False]
         typer.echo(f"Contract ({role}): {'all expectations met' if not failed else f'{len(failed)} not met'}")
         for e in failed:
             typer.echo(f"  {e['type']} {e['column'] or ''}: {e['unexpected_count']} unexpected, "
-                       f"e.g. {e['examples']}")
+                       f"e.g. {_examples(e['examples'])}")
     written = [name for name in (*audit_run.OUTPUTS, audit_run.DOCS) if (out / name).exists()]
-    typer.echo(f"Written to {out}/: {', '.join(written)}")
+    typer.echo(f"Written to {shown(out, ERROR_CHARS)}/: {', '.join(written)}")
     seconds = time.perf_counter() - started
     typer.echo(f"{_counted(s['rows_read'], 'round', ',')} in {seconds:.1f} s "
                f"({s['rows_read'] / seconds:,.0f} rounds/s)")
     raise typer.Exit(result.exit_code)
+
+
+def _examples(values: list) -> str:
+    """A contract's examples of unexpected values, each as `shown` makes it."""
+    return "[" + ", ".join("None" if v is None else repr(shown(v)) for v in values) + "]"
 
 
 @app.command()
@@ -223,7 +230,7 @@ def validate(
     else:
         for e in result["expectations"]:
             state = e.get("skipped") or ("met" if e["success"] else
-                                         f"NOT MET: {e['unexpected_count']} unexpected, e.g. {e['examples']}")
+                                         f"NOT MET: {e['unexpected_count']} unexpected, e.g. {_examples(e['examples'])}")
             typer.echo(f"{e['type']:<40} {e['column'] or '':<14} {state}")
     raise typer.Exit(0 if result["success"] else 1)
 
@@ -256,7 +263,8 @@ def explain(
         for row in rows:
             row["profile"] = row["profile"] or profile
         # Held to the profiles as the audit holds a log: an unknown one names the file and column.
-        named = pl.LazyFrame({"profile": [row["profile"] for row in rows]}, schema={"profile": pl.String})
+        named = pl.LazyFrame({"profile": [row["profile"] for row in rows], "malformed": [row["malformed"] for row in rows]},
+                             schema={"profile": pl.String, "malformed": pl.String})
         audit_run.profiles_in(named, rounds, profile)
     except InputError as error:
         raise _fail(error) from None
@@ -278,7 +286,8 @@ def explain(
     if as_json:
         typer.echo(json.dumps(explained + rejected, indent=2))
     else:
-        typer.echo("\n\n".join(explain_round.render(e) for e in explained + rejected))
+        text = "\n\n".join(explain_round.render(e) for e in explained + rejected)
+        typer.echo("\n".join(shown(line, ERROR_CHARS) for line in text.split("\n")))
 
 
 @app.command()
@@ -298,9 +307,9 @@ def generate(
     try:
         log = generator.generate(rounds, seed, fault_rate, tables, tuple(profile or [profiles.DEFAULT]),
                                  with_bets=bets, stacked=tuple(stacked or ()))
+        paths = generator.write(log, out)
     except InputError as error:
         raise _fail(error) from None
-    paths = generator.write(log, out)
     typer.echo(f"{_counted(len(log.rows), 'round')} and {_counted(len(log.bets), 'bet')} "
                f"({_counted(len(log.faults), 'fault')}) written to "
                f"{out}/; the faults are listed in {paths['faults']}")
@@ -351,10 +360,11 @@ def main() -> None:
             typer.echo(stops.said(signal.SIGINT.name), err=True)
             code = EXIT_CANNOT_RUN
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
-        typer.echo(f"error: {error.format_message()}", err=True)
+        typer.echo(f"error: {shown(error.format_message(), ERROR_CHARS)}", err=True)
         code = EXIT_CANNOT_RUN
     except OSError as error:  # an output that cannot be written (a folder that cannot be made, a full disk)
-        typer.echo(f"error: {error.filename or 'output'}: cannot be written ({error.strerror or error})", err=True)
+        typer.echo(f"error: {shown(error.filename or 'output', ERROR_CHARS)}: cannot be written "
+                   f"({error.strerror or shown(error, ERROR_CHARS)})", err=True)
         code = EXIT_CANNOT_RUN
     except (Exception, pl.exceptions.PanicException) as error:  # a panic is not an Exception
         typer.echo(f"error: {failure(error)}", err=True)

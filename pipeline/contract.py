@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,10 +24,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import ingest, parts, stops
+from pipeline import ingest, owned, parts, stops
 from pipeline.errors import InputError
 from pipeline.preload import preload as preloading
 from pipeline.settlement import amount_e4, e12_text
+from pipeline.shown import kept_short
 from pipeline.timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
@@ -63,23 +64,29 @@ def _import_gx() -> None:
     import great_expectations  # noqa: F401
 
 
-def _column_of(expectation: dict) -> str | None:
+def column_of(expectation: dict) -> str | None:
     return expectation["kwargs"].get("column")
 
 
-def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl.LazyFrame:
+def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole_ids: bool = False) -> pl.LazyFrame:
     """The columns of a log's frame (`ingest.Log.frame`, or the staged rounds, which carry the same
     text) that the contract's suite reads, shaped for GX (see module docstring). `present`: the
-    columns the log really has."""
+    columns the log really has. Ids are kept whole (made safe for HTML) with `whole_ids`, for a run
+    that checks their uniqueness on the view (Spark); otherwise they are checked for invisible
+    characters only where they hold a character outside ASCII, the others one placeholder."""
     kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
     wanted = [c for c in ingest.columns(contract_name) if c in present and (
         c in ingest.required(contract_name)
-        or any(_column_of(e) == c for e in ingest.contract(contract_name)["expectations"]))]
+        or any(column_of(e) == c for e in ingest.contract(contract_name)["expectations"]))]
     shaped = []
     for c in wanted:
         column = pl.col(c)
         if kinds[c] in SET_KINDS:
-            column = column.str.to_uppercase().cast(pl.Categorical)
+            column = html_safe(column.str.to_uppercase()).cast(pl.Categorical)
+        elif kinds[c] == "id":
+            safe = html_safe(column)
+            column = safe if whole_ids else pl.when(column.str.contains(r"[^\x00-\x7f]")).then(safe).otherwise(
+                pl.when(column.is_not_null()).then(pl.lit("-"))).cast(pl.Categorical)
         elif kinds[c] == "amount":  # a negative amount as that number: GX's check of the sign must see it
             size = amount_e4(column.str.strip_prefix("-"))
             # "-0" is no amount the settlement takes (it quarantines a sign), nor below 0: unreadable.
@@ -93,11 +100,28 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str) -> pl
     return frame.select(shaped)
 
 
-def _expectations(contract_name: str, present: set[str], window: Window) -> tuple[list, dict[int, str]]:
+#: What HTML gives a meaning to, as entities: Great Expectations writes the values it finds unexpected
+#: into its Data Docs pages as they are, so log text would become markup (a script, once rendered).
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}
+
+
+_CHARACTERS = {entity: char for char, entity in _ENTITIES.items()}
+_ENTITY = re.compile("|".join(map(re.escape, _CHARACTERS)))  # what `html_safe` wrote, and nothing else
+
+
+def html_safe(text: pl.Expr) -> pl.Expr:
+    """`text` with every character HTML gives a meaning to written as its entity; the examples the
+    summary keeps are turned back (`as_read`). A value set of the suites holds none of them, so
+    whether a value is expected does not change."""
+    return pl.when(text.str.contains(r"[&<>\"']")).then(
+        text.str.replace_many(list(_ENTITIES), list(_ENTITIES.values()))).otherwise(text)
+
+
+def expectations_of(contract_name: str, present: set[str], window: Window) -> tuple[list, dict[int, str]]:
     """The suite's expectations that can run on this log, and why each of the others is skipped."""
     runnable, skipped = [], {}
     for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
-        column = _column_of(expectation)
+        column = column_of(expectation)
         parameters = [v["$PARAMETER"] for v in expectation["kwargs"].values() if isinstance(v, dict)]
         if column is not None and column not in present:
             skipped[index] = f"skipped: the log has no {column} column"
@@ -108,7 +132,7 @@ def _expectations(contract_name: str, present: set[str], window: Window) -> tupl
     return runnable, skipped
 
 
-def _is_unique(expectation: dict) -> bool:
+def is_unique(expectation: dict) -> bool:
     return expectation["type"] == "expect_column_values_to_be_unique"
 
 
@@ -170,7 +194,7 @@ class _Runs:
             # GX does not keep the suite's order: match each result to its expectation by the id GX gave it.
             by_id = {r.expectation_config.id: r for r in result.results}
             for (index, expectation), added in zip(expectations, suite.expectations):
-                column = _column_of(expectation)
+                column = column_of(expectation)
                 text_of = pl.DataFrame({"code": codes[column], column: data[column]}) if column in codes else None
                 self.outcomes.setdefault((contract_name, index), []).append(
                     _outcome(by_id[added.id], text_of, _kind(contract_name, column)))
@@ -180,7 +204,7 @@ class _Runs:
         """A contract's result: every expectation of its suite, in order, added up over the runs."""
         report = []
         for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
-            entry = {"type": expectation["type"], "column": _column_of(expectation),
+            entry = {"type": expectation["type"], "column": column_of(expectation),
                      "why": expectation["meta"]["why"]}
             entry |= ({"skipped": skipped[index]} if index in skipped
                       else _added_up(self.outcomes[contract_name, index]))
@@ -246,16 +270,16 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     for subject in subjects:
         name = subject.contract_name
         views = [view(piece, subject.present, name) for piece in subject.pieces]
-        runnable, skipped = _expectations(name, set(views[0].collect_schema().names()), window)
-        single = [(index, e) for index, e in runnable if not _is_unique(e)]
+        runnable, skipped = expectations_of(name, set(views[0].collect_schema().names()), window)
+        single = [(index, e) for index, e in runnable if not is_unique(e)]
         if single:
             run, first = runs.suite(name, name, single), 1
             for data in _batches(subject.label, views):
                 run(data, f"rows {first}-{first + data.height - 1}")
                 first += data.height
-        for index, expectation in ((i, e) for i, e in runnable if _is_unique(e)):
-            run = runs.suite(name, f"{name} {_column_of(expectation)} unique", [(index, expectation)])
-            for data, run_name in _parts(subject, _column_of(expectation), scratch):
+        for index, expectation in ((i, e) for i, e in runnable if is_unique(e)):
+            run = runs.suite(name, f"{name} {column_of(expectation)} unique", [(index, expectation)])
+            for data, run_name in _parts(subject, column_of(expectation), scratch):
                 run(data, run_name)
         results[name] = runs.result(name, skipped)
     if docs_dir is not None:
@@ -271,7 +295,7 @@ def validate_on_spark(views: dict[str, object], window: Window = Window(), docs_
     runs = _Runs(window, on_spark=True)
     results = {}
     for name, data in views.items():
-        runnable, skipped = _expectations(name, set(data.columns), window)
+        runnable, skipped = expectations_of(name, set(data.columns), window)
         if runnable:
             runs.suite(name, name, runnable)(data, "whole log")
         results[name] = runs.result(name, skipped)
@@ -294,12 +318,20 @@ def _outcome(result, text_of: pl.DataFrame | None, kind: str | None) -> dict:
         wanted = [int(v) for v in examples if v is not None]
         ids = dict(text_of.filter(pl.col("code").is_in(wanted)).unique().iter_rows())
         examples = [None if v is None else ids[int(v)] for v in examples]
-    elif kind in ("amount", "timestamp"):
-        examples = [None if v is None else _shown(int(v), kind) for v in examples]
+    else:
+        examples = as_read(examples, kind)
     errors = [info.get("exception_message") for info in _exception_infos(result.exception_info)
               if info.get("raised_exception")]
     return {"success": bool(result.success), "unexpected_count": details.get("unexpected_count"),
             "element_count": details.get("element_count"), "examples": examples, "errors": errors}
+
+
+def as_read(examples: list, kind: str | None) -> list:
+    """Examples of the view's values as the log's reader knows them: text as it was before `html_safe`,
+    an amount's or a time's number as the value it stands for (`_shown`)."""
+    if kind in ("amount", "timestamp"):
+        return [None if v is None else _shown(int(v), kind) for v in examples]
+    return [_ENTITY.sub(lambda found: _CHARACTERS[found.group()], v) if isinstance(v, str) else v for v in examples]
 
 
 def _added_up(outcomes: list[dict]) -> dict:
@@ -312,7 +344,7 @@ def _added_up(outcomes: list[dict]) -> dict:
         "success": all(outcome["success"] for outcome in outcomes),
         "unexpected_count": total("unexpected_count"),
         "element_count": total("element_count"),
-        "examples": [v for outcome in outcomes for v in outcome["examples"]][:EXAMPLES],
+        "examples": kept_short([v for outcome in outcomes for v in outcome["examples"]][:EXAMPLES]),
     }
     errors = [error for outcome in outcomes for error in outcome["errors"]]
     if errors:
@@ -343,43 +375,29 @@ def _plain(value: object) -> object:
     return value if isinstance(value, (str, int, float, bool)) else str(value)
 
 
-def move_docs(staging: Path, target: Path) -> None:
-    """Replace the Data Docs folder `target` with `staging` (a re-run replaces the previous docs)."""
-    if target.exists():
-        shutil.rmtree(target)
-    staging.rename(target)
-
-
-#: What Great Expectations writes in a Data Docs folder: a folder holding anything else is not replaced.
-DOCS_ENTRIES = frozenset({"index.html", "expectations", "validations", "static"})
-
-
 @contextmanager
 def staged_docs(target: Path | None) -> Iterator[Path | None]:
     """A new hidden folder beside `target` (None without one) for Data Docs written as `validate` runs,
-    removed on the way out however it ends, a stop by signal included; `publish_docs` moves it into
-    place once they are complete. Written in place, a run that failed or was stopped left a folder of
-    some pages of its own beside the earlier run's. An InputError naming `target` when it cannot be made,
-    or when it holds anything but Data Docs (`DOCS_ENTRIES`), which replacing it would delete."""
+    removed on the way out however it ends, a stop by signal included; `publish_docs` moves them into
+    place once they are complete. An InputError naming `target` when it cannot be made, or when it
+    holds anything this tool did not write there (`owned.claim`), which replacing it would destroy."""
     if target is None:
         yield None
         return
     target = target.absolute()  # "." has no parent of its own to stage beside
-    if target.exists() and not target.is_dir():
-        raise InputError(f"{target}: is a file, not a folder for the Data Docs")
-    if target.exists() and any(entry.name not in DOCS_ENTRIES for entry in target.iterdir()):
-        raise InputError(f"{target}: holds more than Data Docs, which a run replaces whole; give a new or an "
-                         "empty folder, or one an earlier run wrote its Data Docs to")
     if Path.cwd().is_relative_to(target):
         raise InputError(f"{target}: is the working folder (or holds it), which a run would replace; give another")
+    owned.claim(target.parent, [target.name])
     with stops.run_folder(target.parent, f".{target.name}-", f"{target}: cannot write the Data Docs here") as staging:
-        yield staging
+        (staging / target.name).mkdir()
+        yield staging / target.name
 
 
 def publish_docs(staging: Path, target: Path) -> None:
     """The Data Docs of `staged_docs` moved into place, a stop ignored meanwhile (`stops.publishing`)."""
+    target = target.absolute()
     with stops.publishing():
         try:
-            move_docs(staging, target)
+            owned.publish(staging.parent, target.parent, [target.name])
         except OSError as error:
             raise InputError(f"{target}: cannot write the Data Docs here ({error.strerror})") from None

@@ -17,6 +17,11 @@ class InputError(Exception):
     exit_code = EXIT_CANNOT_RUN
 
 
+class OutputError(InputError):
+    """An output could not be written (the disk full, a file too large, a read-only file system):
+    the caller names the output directory, not the log being read at the time."""
+
+
 def first_line(error: object) -> str:
     """The first line of an error's message, for a one-line report of it ("" when it has none): a
     polars or Java error may run to a page."""

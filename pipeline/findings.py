@@ -46,11 +46,6 @@ def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
     return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))
 
 
-def id_key(an_id: pl.Expr) -> pl.Expr:
-    """A 64-bit hash of an id (a round_id, a bet_id): duplicates are looked for among numbers, not strings."""
-    return an_id.hash(seed=0)
-
-
 def repeated_keys(keys: pl.LazyFrame, key: str = "id_key") -> pl.LazyFrame:
     """The id keys (column `key`) on more than one of these rows: every duplicated id (and, rarely, a
     hash collision, which the exact count of the findings on those rows then clears)."""

@@ -22,7 +22,7 @@ import polars as pl
 
 from decimal import Decimal
 
-from pipeline import bets, cards, coup, profiles, tableau
+from pipeline import bets, cards, coup, owned, profiles, stops, tableau
 from pipeline.settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
@@ -233,25 +233,30 @@ BET_SCHEMA = {"round_id": pl.String, "bet_id": pl.String, "bet_type": pl.String,
               "paid": pl.String, "seat": pl.String}
 
 
+#: What `write` puts in its folder, and so replaces there (`owned`).
+WRITTEN = ("rounds.csv", "rounds.parquet", "bets.csv", "bets.parquet", "faults.csv")
+
+
 def write(log: Log, out_dir: Path) -> dict[str, Path]:
     """rounds.csv and rounds.parquet (same rows), bets.csv and bets.parquet when there are bets, and
-    faults.csv (round_id, bet_id, check: what the audit must report) in `out_dir`. Bets an earlier
-    log left there are removed when this one has none: they would be settled against its rounds."""
+    faults.csv (round_id, bet_id, check: what the audit must report) in `out_dir`, written beside it
+    and moved in whole, replacing only files an earlier `write` put there (`owned.publish`): bets an
+    earlier log left are removed when this one has none, since they would be settled against its
+    rounds; a file of someone else's under one of these names stops it (an InputError)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet"}
-    frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), paths)]
-    bets = {"csv": out_dir / "bets.csv", "parquet": out_dir / "bets.parquet"}
+    owned.claim(out_dir, WRITTEN)
+    with stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the generated log here") as staging:
+        frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), "rounds")]
+        if log.bets:
+            frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"), "bets"))
+        for frame, name in frames:
+            frame.write_csv(staging / f"{name}.csv")
+            frame.write_parquet(staging / f"{name}.parquet")
+        pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
+                     orient="row").write_csv(staging / "faults.csv")
+        with stops.publishing():
+            owned.publish(staging, out_dir, WRITTEN)
+    paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet", "faults": out_dir / "faults.csv"}
     if log.bets:
-        paths |= {"bets_csv": bets["csv"], "bets_parquet": bets["parquet"]}
-        frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"), bets))
-    else:
-        for stale in bets.values():
-            stale.unlink(missing_ok=True)
-    for frame, where in frames:
-        frame.write_csv(where["csv"])
-        frame.write_parquet(where["parquet"])
-    paths["faults"] = out_dir / "faults.csv"
-    pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
-                 orient="row").write_csv(paths["faults"])
+        paths |= {"bets_csv": out_dir / "bets.csv", "bets_parquet": out_dir / "bets.parquet"}
     return paths

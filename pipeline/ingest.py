@@ -12,10 +12,13 @@ file is audited. Records spanning several lines (quoted newlines) are not suppor
 from __future__ import annotations
 
 import csv
+import errno
 import glob
 import itertools
 import json
 import os
+import re
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -28,8 +31,8 @@ from urllib.parse import unquote
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import cards
-from pipeline.errors import InputError, first_line
+from pipeline import cards, lines, owned
+from pipeline.errors import InputError, OutputError, first_line
 from pipeline.selection import Selection
 
 #: The contracts, mappings and profiles: data, kept at the top of the checkout and shipped inside the
@@ -156,7 +159,7 @@ class Log:
     columns: frozenset[str]
     opened: tuple[_Opened, ...]  # per file: its rows by range, its shape, whether the selection rules it out
     selection: Selection
-    unread: tuple[Path, ...] = ()  # files found in its directories that are not logs (see `expand`)
+    unread: tuple[tuple[Path, str], ...] = ()  # entries of its directories not read, and why (`expand`)
 
     @property
     def ruled_out(self) -> tuple[bool, ...]:
@@ -206,8 +209,8 @@ class Log:
         took 2.4 ms: 7.1 s for 2,920 nightly files, 0.6 s so), the CSV files' by one count of their
         lines (`csv_rows`); 0 for a file the selection rules out."""
         counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
-        lines = dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted])))
-        return tuple(0 if one.ruled_out else lines[i] if one.stored_rows is None else one.stored_rows
+        csv_lines = dict(zip(counted, csv_rows(self.path, [self.opened[i].source for i in counted])))
+        return tuple(0 if one.ruled_out else csv_lines[i] if one.stored_rows is None else one.stored_rows
                      for i, one in enumerate(self.opened))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
@@ -268,67 +271,110 @@ def spans(sizes: Iterable[tuple[object, int]], rows: int) -> Iterator[list[tuple
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
 
 
-#: An audit's own outputs, and its Data Docs folder. Beside its summary.json they are not logs, even
-#: inside a log folder, nor files that a directory holds besides its logs.
+#: An audit's own outputs, and its Data Docs folder.
 AUDIT_SUMMARY = "summary.json"
 AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
                  "evidence.json", AUDIT_SUMMARY, "report.html")
 AUDIT_DOCS = "contract"
 
-
-def _audit_output(path: Path) -> bool:
-    return (path.name in AUDIT_OUTPUTS and (path.parent / AUDIT_SUMMARY).is_file()) or _in_docs(path.parent)
+NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))})"
 
 
-def _in_docs(folder: Path) -> bool:
-    """Whether `folder` is an audit's Data Docs folder, or inside one."""
-    return any(docs.name == AUDIT_DOCS and (docs.parent / AUDIT_SUMMARY).is_file()
-               for docs in (folder, *folder.parents))
+@dataclass(frozen=True)
+class Found:
+    """What a log argument names: its files, and every entry of its folders that is not read, with why."""
+
+    files: list[Path]
+    unread: list[tuple[Path, str]]
 
 
-def _below(folder: Path) -> list[Path]:
-    """Every file below `folder`, sorted, but hidden ones, those in hidden folders (a running audit's
-    staging folder) and an earlier audit's outputs (see `_audit_output`). Walked a folder at a time,
-    which tells them apart by the folder's listing: a test of each file's own folders took the listing
-    of 2,920 nightly files 0.24 to 0.40 s, this 0.12 to 0.18 s."""
-    if _in_docs(folder):
-        return []
-    found = []
-    for parent, folders, names in os.walk(folder):
-        audited = os.path.isfile(os.path.join(parent, AUDIT_SUMMARY))
-        folders[:] = [name for name in folders if not (name.startswith(".") or audited and name == AUDIT_DOCS)]
-        found += [Path(parent, name) for name in names
-                  if not (name.startswith(".") or audited and name in AUDIT_OUTPUTS)
-                  and os.path.isfile(os.path.join(parent, name))]
-    return sorted(found)
+def _ours(folder: Path, name: str) -> bool:
+    """Whether `name` in `folder` is an audit's output, not a log: an output's name that the folder's
+    manifest lists (a file, or the first folder of a path), the manifest itself, or what a killed run
+    left (`owned.LEFTOVER`). A log `generate` wrote is listed too, and is a log."""
+    return (name == owned.MANIFEST or owned.LEFTOVER.match(name) is not None
+            or name in (*AUDIT_OUTPUTS, AUDIT_DOCS)
+            and any(listed.split("/", 1)[0] == name for listed in owned.listed(folder)))
 
 
-def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[Path]]:
+def _names(folder: Path) -> list[str]:
+    """The entries of `folder`; an InputError when it cannot be listed: the logs in it would be lost."""
+    try:
+        return sorted(os.listdir(folder))
+    except OSError as error:
+        raise InputError(f"{folder}: the folder cannot be listed ({error.strerror}); its logs would go unread")
+
+
+def _walk(folder: Path, found: Found, seen: set[tuple[int, int]]) -> None:
+    """Every entry below `folder`, into `found`: a log file read, anything else named with why (an
+    output of this tool, hidden, a link that leads nowhere or back to a folder already walked, not a
+    regular file, a path too long to open, not a log). Links to folders are followed."""
+    for name in _names(folder):
+        path = folder / name
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            found.unread.append((path, "a link that leads nowhere"))
+            continue
+        except OSError as error:
+            why = "the path is too long to open" if error.errno == errno.ENAMETOOLONG else error.strerror
+            found.unread.append((path, why or "cannot be opened"))
+            continue
+        if _ours(folder, name):
+            found.unread.append((path, "written by baccarat-audit"))
+        elif name.startswith("."):
+            found.unread.append((path, "hidden"))
+        elif stat.S_ISDIR(status.st_mode):
+            if (status.st_dev, status.st_ino) in seen:
+                found.unread.append((path, "a link back to a folder already read"))
+            else:
+                seen.add((status.st_dev, status.st_ino))
+                _walk(path, found, seen)
+        elif not stat.S_ISREG(status.st_mode):
+            found.unread.append((path, "not a regular file (a FIFO, socket or device)"))
+        elif path.suffix.lower() in LOG_SUFFIXES:
+            found.files.append(path)
+        else:
+            found.unread.append((path, NOT_A_LOG))
+
+
+def _below(folder: Path) -> Found:
+    """Every log file below `folder` and every other entry with why it is not read (see `_walk`)."""
+    found = Found([], [])
+    top = folder.stat()
+    _walk(folder, found, {(top.st_dev, top.st_ino)})
+    return found
+
+
+def _written_here(path: Path) -> bool:
+    """Whether `path` is an audit's output (see `_ours`), by the manifest of its folder or one above."""
+    return any(_ours(parent, path.relative_to(parent).parts[0]) for parent in path.parents)
+
+
+def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path, str]]]:
     """The files a log argument names: a file, a directory (every CSV/Parquet file below it, Hive
-    folders included, but not hidden ones, such as a running audit's staging folder, nor an earlier
-    audit's outputs), a glob (less an audit's outputs), or a list of any of these. Returns a label, the
-    files, sorted, and the other files found in its directories (a compressed log, a checksum, a note):
-    not read, they are named in the summary so that a nightly job does not lose a log unseen.
+    folders included, links to folders followed), a glob (less this tool's outputs), or a list of any
+    of these. Returns a label, the files, and every other entry of its directories with why it is not
+    read (see `_walk`): named in the summary so that a nightly job does not lose a log unseen.
 
     A name that exists is read as itself: `night[1].csv`, a file, is not the pattern matching night1.csv."""
     items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     files: list[Path] = []
-    unread: list[Path] = []
+    unread: list[tuple[Path, str]] = []
     for item in map(str, items):
         path = Path(item)
-        if not path.exists() and any(ch in item for ch in "*?["):
+        if not os.path.lexists(path) and any(ch in item for ch in "*?["):
             matched = sorted(Path(p) for p in glob.glob(item, recursive=True)
-                             if Path(p).is_file() and not _audit_output(Path(p)))
+                             if Path(p).is_file() and not _written_here(Path(p).absolute()))
             if not matched:
                 raise InputError(f"{item}: no file matches")
             files += matched
         elif path.is_dir():
             below = _below(path)
-            found = [p for p in below if p.suffix.lower() in LOG_SUFFIXES]
-            if not found:
+            if not below.files:
                 raise InputError(f"{path}: the directory holds no .csv or .parquet file")
-            files += found
-            unread += [p for p in below if p.suffix.lower() not in LOG_SUFFIXES]
+            files += below.files
+            unread += below.unread
         else:
             files.append(path)
     label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
@@ -380,16 +426,21 @@ def format_of(path: Path) -> str:
     raise InputError(f"{path}: neither CSV (.csv) nor Parquet (no PAR1 header)")
 
 
-def csv_header(path: Path) -> list[str]:
-    """The column names of a CSV file's first line, stripped; an InputError when it has none or repeats one."""
-    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-        header = next(csv.reader(handle), [])
+def csv_header(path: Path, label: Path | None = None) -> list[str]:
+    """The column names of a CSV file's first line, stripped; an InputError (on `label`, the file as
+    the user named it) when it has none, repeats one, or cannot be parsed."""
+    label = label or path
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except csv.Error as error:
+        raise InputError(f"{label}: the header cannot be read as CSV ({error})") from None
     names = [name.strip() for name in header]
     if not any(names):
-        raise InputError(f"{path}: the first line is empty; expected a header row")
+        raise InputError(f"{label}: the first line is empty; expected a header row")
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise InputError(f"{path}: column {', '.join(repeated)} appears more than once in the header")
+        raise InputError(f"{label}: column {', '.join(repeated)} appears more than once in the header")
     return names
 
 
@@ -457,6 +508,7 @@ class Shape(NamedTuple):
     file_format: str
     stored: tuple[tuple[str, str], ...]
     folders: tuple[str, ...]
+    copy: str = ""  # a file read through a copy (`lines.readable`) is read alone: a scan names rows by file
 
 
 @dataclass(frozen=True)
@@ -469,6 +521,7 @@ class _Opened:
     rows: Rows
     ruled_out: bool
     stored_rows: int | None  # a Parquet file's rows, from its footer; CSV files are counted together (`csv_rows`)
+    source: Path  # what is read: the file, or a copy of a CSV file with its line ends made LF (`lines.readable`)
     #: Files of one shape are read whole together by `whole` of any of them, given them all and their rows.
     shape: Shape
     whole: Callable[[list[tuple[Path, int]]], pl.LazyFrame]
@@ -483,6 +536,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             # The schema from the file's footer, by a scan of its own: asked of `whole`, it keeps later
             # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
             # is a name, not a pattern that matches night1.parquet.
+            source = path
             dtypes = pl.scan_parquet(path, glob=False).collect_schema()
             footer = pq.read_metadata(path)
             stored_rows = footer.num_rows
@@ -496,19 +550,25 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         else:
             # Every field is read as text: the header is the schema (with a plan built to ask it,
             # opening 2,920 nightly files took 2.4 s, against 1.1 s so).
-            header = names = csv_header(path)
+            source = lines.readable(path)
+            header = names = csv_header(source, path)
             dtypes = {name: pl.String for name in names}
             stored_rows = footer = None
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
-                return csv_records(path, header, 1 + start, count)
+                return csv_records(source, header, 1 + start, count)
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
     as_found = dtypes  # as the file names them, before a mapping renames them
     renames = {}
     if mapping is not None:
-        renames = {source: target for source, target in mapping.columns.items() if source in names}
+        renames = {column: target for column, target in mapping.columns.items() if column in names}
+        overwritten = next(((column, target) for column, target in renames.items()
+                            if target in names and target != column), None)
+        if overwritten:
+            raise InputError(f"{path}: the mapping renames column {overwritten[0]} to {overwritten[1]}, but the "
+                             f"log has a {overwritten[1]} column already; one of them would be lost")
         names = [renames.get(name, name) for name in names]
         dtypes = {renames.get(name, name): dtype for name, dtype in dtypes.items()}
     partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
@@ -542,7 +602,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
               tuple(sorted((name, str(dtype)) for name, dtype in as_found.items()
                            if renames.get(name, name) in present)))
-    shape = Shape(file_format, stored, tuple(partitions))
+    shape = Shape(file_format, stored, tuple(partitions), "" if source == path else str(source))
     if shape not in made:
         made[shape] = _texts(contract_name, file_format, present, dtypes, renames, mapping)
     trimmed, finished, as_stored, timed, malformed = made[shape]
@@ -608,7 +668,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     # By its folders, or by a Parquet file's statistics; by its rows too (see `_tested`).
     ruled_out = selection.rules_out(translated) or (
         footer is not None and selection.rules_out_by(footer, as_stored, timed and timed[0]))
-    return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows,
+    return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows, source,
                    shape, whole_files)
 
 
@@ -731,7 +791,7 @@ def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Se
         except InputError:
             # A CSV record that spans lines put the records out of step with the lines: the count
             # names its file and row.
-            csv_rows(label, [files[i] for i in group if opened[i].stored_rows is None])
+            csv_rows(label, [opened[i].source for i in group if opened[i].stored_rows is None])
             raise
         kept |= set(found["source_file"])
     tested = {i for group in groups for i in group}
@@ -788,11 +848,19 @@ def one_row_group_ahead() -> Iterator[None]:
                     os.environ.pop(PREFETCH, None)
 
 
+#: Errors of writing, as polars quotes the OS: no space, file too large, quota exceeded, read-only.
+_NOT_WRITTEN = re.compile(r"\(os error (28|27|122|30)\)")
+
+
 def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
-    """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file."""
+    """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file, and
+    a failure to write an output as an OutputError."""
     try:
         return pl.collect_all(frames)
     except pl.exceptions.PolarsError as error:
+        written = _NOT_WRITTEN.search(str(error))
+        if written:
+            raise OutputError(os.strerror(int(written.group(1)))) from None
         raise _unreadable(path, error) from None
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import charts, fairness, ingest, integrity, settlement, stored
+from pipeline import charts, fairness, ingest, integrity, owned, settlement, stored
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError, first_line
+from pipeline.shown import shown
 from pipeline.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
@@ -141,8 +142,8 @@ def _not_read(unread: list[dict]) -> str:
     """The files beside the logs in the input folders that were not read, for the reader to rule on."""
     if not unread:
         return ""
-    return ("<h3>Not read</h3><p>Files in the input folders that are not logs (.csv, .txt, .parquet, .pq) "
-            "and were not audited:</p>" + _table(["role", "path"], [[u["role"], u["path"]] for u in unread]))
+    return ("<h3>Not read</h3><p>Entries of the input folders that were not audited, and why:</p>"
+            + _table(["role", "path", "reason"], [[u["role"], u["path"], u.get("reason", "")] for u in unread]))
 
 
 def _headline(summary: dict) -> str:
@@ -233,7 +234,7 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
     tests = stored.scan(out_dir / "fairness.parquet").filter(pl.col("level") == "table").collect()
     f = summary["fairness"]
     flagged = ", ".join(f["tables_flagged"]) or "none"
-    rows = [[r["group"], r["rounds"], r["test"].replace("_", " "),
+    rows = [[shown(r["group"]), r["rounds"], r["test"].replace("_", " "),
              "" if r["observed"] is None else f"{r['observed']:.0f}",
              "" if r["expected"] is None else f"{r['expected']:.1f}", f"{r['statistic']:.2f}",
              f"{r['p_value']:.3g}", "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
@@ -253,22 +254,27 @@ def render(out_dir: Path) -> str:
     out_dir = Path(out_dir)
     try:
         summary = json.loads((out_dir / ingest.AUDIT_SUMMARY).read_text())
+        if not isinstance(summary, dict):
+            raise ValueError("summary.json is not a JSON object")
         stored.scan(out_dir / "findings.parquet").collect_schema()
-    except (OSError, json.JSONDecodeError, pl.exceptions.PolarsError) as error:
+    except (OSError, ValueError, pl.exceptions.PolarsError) as error:
         missing = isinstance(error, FileNotFoundError) and error.filename
         why = f"no {Path(error.filename).name} in it" if missing else first_line(error) or type(error).__name__
         raise InputError(f"{out_dir}: not an audit output directory ({why})") from None
     # Counted by queries, not read whole: findings grow with the log (138 MB of them at 10M with bets).
     findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
-    evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else None
+    try:
+        evidence = json.loads(evidence_path.read_text()) if evidence_path.exists() else None
+    except (OSError, ValueError) as error:
+        raise InputError(f"{evidence_path}: cannot be read ({first_line(error) or type(error).__name__})") from None
     drawn = ""
     by_check = findings.group_by("check").len().sort(["len", "check"], descending=[True, False]).collect()
     if by_check.height:
         by_table = (findings.filter(pl.col("table_id").is_not_null()).group_by("table_id").len()
                     .sort(["len", "table_id"], descending=[True, False]).head(MOST_TABLES).collect())
         drawn = (_chart(charts.bars(by_check["check"].to_list(), by_check["len"].to_list(), "Findings by check"))
-                 + (_chart(charts.bars(by_table["table_id"].to_list(), by_table["len"].to_list(), "Findings by table"))
+                 + (_chart(charts.bars([shown(t) for t in by_table["table_id"]], by_table["len"].to_list(), "Findings by table"))
                     if by_table.height else "")
                  + _over_time(findings))
     try:
@@ -276,6 +282,9 @@ def render(out_dir: Path) -> str:
     except KeyError as missing:  # a summary written by another version of the tool
         raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
                          "audit the log again") from None
+    except (TypeError, ValueError, AttributeError, IndexError) as error:  # damaged, or not this tool's
+        raise InputError(f"{out_dir}: summary.json or evidence.json is not as this tool writes them "
+                         f"({first_line(error) or type(error).__name__}); audit the log again") from None
 
 
 def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> str:
@@ -296,10 +305,12 @@ def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> st
 
 
 def write(out_dir: Path) -> Path:
-    """Write `report.html` into the output directory (atomically) and return its path."""
+    """Write `report.html` into the output directory (atomically, replacing only a report this tool
+    wrote there: `owned`) and return its path."""
     out_dir = Path(out_dir)
     page = render(out_dir)
+    owned.claim(out_dir, ["report.html"])
     staged = out_dir / ".report.html.tmp"
     staged.write_text(page, encoding="utf-8")
-    staged.replace(out_dir / "report.html")
+    owned.replace_file(staged, out_dir / "report.html")
     return out_dir / "report.html"

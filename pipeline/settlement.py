@@ -15,6 +15,7 @@ import polars as pl
 
 from pipeline import bets, profiles
 from pipeline.findings import FINDINGS_SCHEMA
+from pipeline.ids import copies_detail, same_id
 from pipeline.ingest import reasons_text
 from pipeline.errors import InputError
 
@@ -186,7 +187,7 @@ def duplicate_bets(bet_rows: pl.LazyFrame) -> pl.LazyFrame:
     every row of each bet_id among them (the whole bet log, or a part of its bet_ids by hash). Every
     row with a bet_id counts, a quarantined one too, as the contract's uniqueness expectation counts."""
     copies = pl.col("copies")
-    return (bet_rows.filter(pl.col("bet_id").is_not_null()).with_columns(copies=pl.len().over("bet_id"))
+    return (bet_rows.filter(pl.col("bet_id").is_not_null()).with_columns(copies=pl.len().over(same_id(pl.col("bet_id"))))
             .filter(copies > 1).select(
                 "source_file", "source_row", pl.lit("bets").alias("source"), "round_id",
                 *(pl.lit(None, pl.String).alias(c) for c in ("table_id", "shoe_id", "hand_no", "dealt_at")),
@@ -194,7 +195,7 @@ def duplicate_bets(bet_rows: pl.LazyFrame) -> pl.LazyFrame:
                 check=pl.lit("DUPLICATE_BET"),
                 expected=pl.lit("1 row"),
                 recorded=pl.format("{} rows", copies),
-                detail=pl.format("bet_id {} appears on {} rows of the bet log.", pl.col("bet_id"), copies),
+                detail=copies_detail("bet_id", pl.col("bet_id"), copies, "bet log"),
             ).cast(FINDINGS_SCHEMA))
 
 

@@ -47,6 +47,11 @@ def removed_if_stopped(folder: Path) -> Iterator[None]:
         _staging.discard(folder)
 
 
+def remove_on_stop(folder: Path) -> None:
+    """A stop removes `folder` (a scratch folder of the whole process) before the process ends."""
+    _staging.add(folder)
+
+
 @contextmanager
 def run_folder(parent: Path, prefix: str, cannot: str) -> Iterator[Path]:
     """A new folder in `parent` (made if need be), `prefix` and a random name, for a run's files under

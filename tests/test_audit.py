@@ -111,8 +111,8 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
     audit.audit(faulted_log["parquet"], tmp_path)  # with the contract: writes contract/
     audit.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.json", "fairness.parquet", "findings.parquet",
-                                                          "quarantine.parquet", "report.html",
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".baccarat-audit.json", "evidence.json", "fairness.parquet",
+                                                          "findings.parquet", "quarantine.parquet", "report.html",
                                                           "summary.json"]
 
 
@@ -405,8 +405,8 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
 
 
 def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp_path):
-    """Outputs beside their summary.json, in the log's folder or below it, are not logs; a folder that
-    merely holds a file named findings.parquet still is read."""
+    """The audit's outputs, in the log's folder or below it, are not logs, even without their
+    summary.json (a run killed while publishing); a file merely named findings.parquet still is read."""
     folder = tmp_path / "logs"
     folder.mkdir()
     pl.read_parquet(ASSETS.parent.parent / "data" / "rounds.parquet").write_parquet(folder / "rounds.parquet")
@@ -415,7 +415,11 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
         assert [entry["path"] for entry in result.summary["inputs"]] == [str(folder / "rounds.parquet")]
     assert ingest.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
     (folder / "out" / "summary.json").unlink()
-    assert folder / "out" / "findings.parquet" in ingest.expand(folder)[1]
+    assert ingest.expand(folder)[1] == [folder / "rounds.parquet"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (folder / "out" / "findings.parquet").rename(other / "findings.parquet")
+    assert ingest.expand(tmp_path)[1] == [folder / "rounds.parquet", other / "findings.parquet"]
 
 
 def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):

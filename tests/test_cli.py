@@ -132,7 +132,7 @@ LOG = ASSETS / "mixed_notation.csv"
         (["audit", LOG, "--out", "{tmp}/a-file/out"], "a-file/out: cannot write the output directory"),
         (["validate", LOG, "--docs", "{tmp}/a-file/docs"], "a-file/docs: cannot write the Data Docs here"),
         (["generate", "--rounds", "10", "--seed", "1", "--fault-rate", "0", "--out", "{tmp}/a-file/logs"],
-         "a-file/logs: cannot be written"),
+         "a-file/logs: cannot write the generated log here"),
     ],
 )
 def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tmp_path, args, message):
@@ -316,7 +316,11 @@ def test_generate_again_into_its_folder_leaves_no_file_of_the_earlier_log(tmp_pa
     (tmp_path / "notes.txt").write_text("an investigator's, not the generator's")
     assert run("generate", "--rounds", 50, "--seed", 4, "--fault-rate", 0, "--out", tmp_path).exit_code == 0
     assert sorted(path.name for path in tmp_path.iterdir()) == [
-        "faults.csv", "notes.txt", "rounds.csv", "rounds.parquet"]
+        ".baccarat-audit.json", "faults.csv", "notes.txt", "rounds.csv", "rounds.parquet"]
+    (tmp_path / "rounds.csv").write_text("an investigator's edit")
+    refused = run("generate", "--rounds", 50, "--seed", 5, "--fault-rate", 0, "--out", tmp_path)
+    assert refused.exit_code == 2 and "rounds.csv: not written by baccarat-audit" in refused.output
+    assert (tmp_path / "rounds.csv").read_text() == "an investigator's edit"
 
 
 def test_explain_settles_each_bet_of_the_round():

@@ -102,22 +102,24 @@ def test_validate_replaces_its_data_docs_only_once_they_are_complete(tmp_path, m
     failed = runner.invoke(app, args)
     assert failed.exit_code == 2 and "a disk error" in failed.output
     assert {p.relative_to(docs): p.read_bytes() for p in docs.rglob("*") if p.is_file()} == earlier
-    assert list(tmp_path.iterdir()) == [docs]
+    assert sorted(tmp_path.iterdir()) == [tmp_path / ".baccarat-audit.json", docs]  # the manifest: `owned`
     monkeypatch.setattr(contract, "validate", real)
     bets = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(docs)])
-    assert bets.exit_code == 0 and list(tmp_path.iterdir()) == [docs]
+    assert bets.exit_code == 0 and sorted(tmp_path.iterdir()) == [tmp_path / ".baccarat-audit.json", docs]
     assert not any("round_log" in str(p) for p in docs.rglob("*")) and (docs / "index.html").is_file()
 
 
 def test_validate_does_not_replace_a_folder_that_holds_more_than_data_docs(tmp_path, monkeypatch):
-    """The Data Docs replace the folder `--docs` names whole: one holding anything else (a user's
-    notes), a file, or the working folder is refused with exit 2 before anything is run, and kept."""
+    """The Data Docs replace the folder `--docs` names whole: one holding anything this tool did not
+    write there (a user's notes), a file, or the working folder is refused with exit 2 before anything
+    is run, and kept."""
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "notes.txt").write_text("mine")
     (tmp_path / "a-file").write_text("mine")
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
-    for docs, message in ((tmp_path / "reports", "holds more than Data Docs"), (tmp_path / "a-file", "is a file"),
+    for docs, message in ((tmp_path / "reports", "notes.txt: not written by baccarat-audit"),
+                          (tmp_path / "a-file", "a-file: not written by baccarat-audit"),
                           (Path("."), "is the working folder")):
         result = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(docs)])
         assert result.exit_code == 2 and message in result.output, result.output

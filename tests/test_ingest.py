@@ -502,8 +502,8 @@ def test_a_file_whose_name_looks_like_a_glob_is_read_as_itself(tmp_path, suffix)
 
 
 def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unseen(tmp_path):
-    """A compressed log or a marker beside the logs is not read, and the summary, the command's output
-    and the report say so; hidden files and an earlier audit's outputs are not named."""
+    """A compressed log, a marker, a hidden file or an earlier audit's outputs beside the logs are not
+    read, and the summary, the command's output and the report name each with why."""
     rounds, bets = tmp_path / "rounds" / "date=2026-11-04", tmp_path / "bets"
     rounds.mkdir(parents=True)
     bets.mkdir()
@@ -511,22 +511,23 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
     write(rounds / "T02.csv.gz", b"\x1f\x8b not read")
     write(rounds / "_SUCCESS", "")
     write(rounds / ".T01.csv.crc", "")
-    (rounds / ".staging").mkdir()  # as a running audit's, inside its log folder
-    write(rounds / ".staging" / "000000.parquet", "")
     write(bets / "bets.csv", "bet_id,round_id,bet_type,stake,paid\nB1,R1,player,10,0\n")
     write(bets / "README", "the bets of 2026-11-04")
     earlier = tmp_path / "rounds" / "earlier"
-    (earlier / "contract").mkdir(parents=True)
-    for name in ("summary.json", "report.html", "evidence.json", "contract/index.html"):
-        write(earlier / name, "{}")
+    assert cli("audit", rounds / "T01.csv", "--out", earlier, "--no-contract").returncode == 0
     completed = cli("audit", tmp_path / "rounds", "--bets", bets, "--out", tmp_path / "out", "--no-contract")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["inputs_not_read"] == [{"role": "rounds", "path": str(rounds / "T02.csv.gz")},
-                                          {"role": "rounds", "path": str(rounds / "_SUCCESS")},
-                                          {"role": "bets", "path": str(bets / "README")}]
-    assert f"Not read: 3 files in the input folders are not logs (.csv, .txt, .parquet, .pq): " \
-           f"{rounds / 'T02.csv.gz'}, {rounds / '_SUCCESS'}, {bets / 'README'}\n" in completed.stdout
+    ours = "written by baccarat-audit"
+    assert summary["inputs_not_read"] == [
+        {"role": "rounds", "path": str(rounds / ".T01.csv.crc"), "reason": "hidden"},
+        {"role": "rounds", "path": str(rounds / "T02.csv.gz"), "reason": ingest.NOT_A_LOG},
+        {"role": "rounds", "path": str(rounds / "_SUCCESS"), "reason": ingest.NOT_A_LOG},
+        *({"role": "rounds", "path": str(earlier / name), "reason": ours}
+          for name in sorted([".baccarat-audit.json", *(p.name for p in earlier.iterdir() if p.name[0] != ".")])),
+        {"role": "bets", "path": str(bets / "README"), "reason": ingest.NOT_A_LOG}]
+    assert (f"Not read: 10 entries of the input folders: {rounds / '.T01.csv.crc'} (hidden), "
+            f"{rounds / 'T02.csv.gz'} ({ingest.NOT_A_LOG})") in completed.stdout
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h3>Not read</h3>" in report and str(bets / "README") in report
 

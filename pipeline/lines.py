@@ -1,0 +1,119 @@
+"""CSV text made safe for the reader: every line end, NUL bytes, and lines too long to be a round.
+
+Polars splits CSV records on LF only (a CRLF's CR is dropped), so a file whose lines end in CR alone
+would be one line, and a NUL byte stops its reader. A file is read once, in blocks, before it is
+opened: a file with a bare CR or a NUL is read through a copy where each line end is LF (as Python's
+csv module splits lines) and each NUL is U+FFFD (a row holding it is quarantined as bytes that are
+not UTF-8). A line longer than MAX_LINE stops the run naming its row: nothing in a round log is that
+long, and the reader would hold it whole.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline import stops
+from pipeline.errors import InputError
+
+MAX_LINE = 1 << 20  # bytes: the longest line a log may hold (documented in the README)
+BLOCK = 1 << 23
+REPLACED = "\ufffd".encode()
+
+
+@dataclass(frozen=True)
+class Text:
+    """What one read of a CSV file found."""
+
+    bare_cr: bool  # a CR not followed by LF: a line end polars does not see
+    nul: bool
+
+
+def survey(path: Path) -> Text:
+    """Read `path` once in blocks; an InputError naming the row of a line over MAX_LINE bytes."""
+    bare_cr = nul = False
+    row = 0  # line ends (LF, CRLF or CR) seen before the block
+    line = 0  # bytes of the line under way at the start of the block
+    carried_cr = False  # the previous block ended in CR
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK):
+            if carried_cr and not block.startswith(b"\n"):
+                bare_cr = True
+            crs = block.count(b"\r")
+            crlfs = block.count(b"\r\n")
+            bare = crs - crlfs - (1 if block.endswith(b"\r") else 0)
+            bare_cr = bare_cr or bare > 0
+            nul = nul or b"\0" in block
+            ends = block.count(b"\n") + bare
+            line = _longest(block, line, row, path)
+            row += ends
+            carried_cr = block.endswith(b"\r")
+    if line > MAX_LINE:
+        raise _too_long(path, row)
+    return Text(bare_cr, nul)
+
+
+def _longest(block: bytes, line: int, row: int, path: Path) -> int:
+    """The bytes of the line under way at the end of `block`, given `line` at its start; an InputError
+    when a line passes MAX_LINE. Looked at closely only where a stretch of MAX_LINE/2 bytes holds no LF:
+    a normal file costs a search that stops at its first LF, once per stretch."""
+    step = MAX_LINE // 2
+    first = block.find(b"\n")
+    if first == -1:
+        if line + len(block) > MAX_LINE:
+            raise _too_long(path, row)
+        return line + len(block)
+    if line + first > MAX_LINE:
+        raise _too_long(path, row)
+    start = first + 1
+    if any(block.find(b"\n", at, at + step) == -1 for at in range(start, len(block) - step, step)):
+        _check_between(block, start, path, row)
+    return len(block) - 1 - block.rfind(b"\n")
+
+
+def _check_between(block: bytes, start: int, path: Path, row: int) -> None:
+    """Every line of `block` from `start`, measured (a stretch without a line end was found in it)."""
+    at = start
+    while (end := block.find(b"\n", at)) != -1:
+        if end - at > MAX_LINE:
+            raise _too_long(path, row + block.count(b"\n", 0, at))
+        at = end + 1
+
+
+def _too_long(path: Path, row: int) -> InputError:
+    where = "the header" if row == 0 else f"row {row}"
+    return InputError(f"{path}: {where} is longer than {MAX_LINE:,} bytes; no line of a round log is, and "
+                      "it would be held whole (a file that is not a log, or lines joined?)")
+
+
+def readable(path: Path) -> Path:
+    """`path`, or a copy of it with LF line ends and no NUL when it needs one (see the module)."""
+    text = survey(path)
+    if not (text.bare_cr or text.nul):
+        return path
+    copy = _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
+    with path.open("rb") as source, copy.open("wb") as target:
+        carried = b""
+        while block := source.read(BLOCK):
+            block = carried + block
+            carried = b"\r" if block.endswith(b"\r") else b""
+            block = block[:-1] if carried else block
+            target.write(block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\0", REPLACED))
+        target.write(b"\n" if carried else b"")
+    return copy
+
+
+_folder: list[Path] = []
+
+
+def _scratch() -> Path:
+    """A folder of this process for the copies, removed at exit or by a stop (`stops`)."""
+    if not _folder:
+        made = Path(tempfile.mkdtemp(prefix="baccarat-audit-lines-"))
+        stops.remove_on_stop(made)
+        atexit.register(shutil.rmtree, made, ignore_errors=True)
+        _folder.append(made)
+    return _folder[0]
