@@ -1,7 +1,7 @@
 """Exact enumeration of every ordered deal from a full shoe, with the tableau's own rules.
 
 Counting is over ordered six-card sequences from the top of the shoe, the convention of the
-published tables in shared/punto-banco.md: a coup that uses fewer than six cards stands for every way
+published tables in docs/rules.md: a coup that uses fewer than six cards stands for every way
 of filling the unused places with the cards left. Card values are enough (suits and court ranks do not
 change a draw), so the loop runs over value sequences and multiplies by how many cards carry each value.
 """

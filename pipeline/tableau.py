@@ -2,7 +2,7 @@
 
 Both evaluators read these tables: the scalar replay (`pipeline.coup`) tests membership in them,
 and the vectorized replay (`pipeline.replay`) turns them into `is_in` look-ups. Nothing else in the
-package knows when a hand draws. Numbers and wording follow shared/punto-banco.md, "Drawing".
+package knows when a hand draws. Numbers and wording follow docs/rules.md, "Drawing".
 """
 
 from __future__ import annotations

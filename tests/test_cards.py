@@ -40,7 +40,7 @@ def test_pairs_are_by_rank_not_value():
     assert cards.value_of(cards.parse("10S")) == cards.value_of(cards.parse("KS"))
 
 
-# A card's grammar as the procedure's notes give it (shared/punto-banco.md, "What real logs contain"),
+# A card's grammar as the procedure's notes give it (docs/rules.md, "Cards and totals"),
 # written apart from the parser: a rank (A, 2-9, 10 or T, J, Q, K), then a suit or none, or a suit,
 # an underscore and a rank; any case.
 _RANK = {"A": 1, **{str(n): n for n in range(2, 11)}, "T": 10, "J": 11, "Q": 12, "K": 13}

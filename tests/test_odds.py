@@ -1,4 +1,4 @@
-"""Exact enumeration reproduces the published integer counts (shared/punto-banco.md)."""
+"""Exact enumeration reproduces the published integer counts (docs/rules.md)."""
 
 import pytest
 
@@ -18,7 +18,7 @@ def test_every_ordered_deal_from_a_full_shoe(decks, banker, player, tie, all_seq
     assert sum(counts.values()) == all_sequences
 
 
-# House edges as published in shared/punto-banco.md, to the digits given there (8 decks).
+# House edges as published in docs/rules.md, to the digits given there (8 decks).
 PUBLISHED = {
     "standard": {"BANKER": "1.0579", "PLAYER": "1.2351", "TIE": "14.3596", "PLAYER_PAIR": "10.361",
                  "BANKER_PAIR": "10.361", "PLAYER_DRAGON_BONUS": "2.652", "BANKER_DRAGON_BONUS": "9.373"},

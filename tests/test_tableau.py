@@ -17,7 +17,7 @@ THIRDS = (None, *VALUES)
 
 
 def test_banker_table_read_by_player_third_card_matches_the_procedure():
-    # shared/punto-banco.md states the same table a second way, by Player's third card.
+    # docs/rules.md states the same table a second way, by Player's third card.
     by_third_card = {2: 4, 3: 4, 4: 5, 5: 5, 6: 6, 7: 6, 8: 2, 1: 3, 9: 3, 0: 3}
     for third, highest_drawing_total in by_third_card.items():
         for banker in range(8):
