@@ -124,7 +124,9 @@ def audit(
     window_start: WindowStart = None,
     window_end: WindowEnd = None,
     contract_check: Annotated[bool, typer.Option(
-        "--contract/--no-contract", help="Run the Great Expectations contract and write its Data Docs.")] = True,
+        "--contract/--no-contract", help="Hold the log to the input contract (schemas/*.json).")] = True,
+    data_docs: Annotated[bool, typer.Option(
+        "--data-docs", help="Also write the contract's Great Expectations Data Docs into DIR/contract/.")] = False,
     fairness_threshold: Annotated[float, typer.Option(
         help="Flag a table when its Benjamini-Hochberg corrected p-value is below this.", min=0, max=1)
     ] = fairness.DEFAULT_THRESHOLD,
@@ -148,7 +150,8 @@ def audit(
         try:
             options = audit_run.Options(
                 bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
-                validate=contract_check, window=_window(window_start, window_end),
+                validate=contract_check, data_docs=data_docs and contract_check,
+                window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase,
                 selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(

@@ -194,11 +194,12 @@ def _checks(summary: dict, evidence: dict | None) -> str:
     return "".join(out)
 
 
-def _contract(summary: dict) -> str:
+def _contract(out_dir: Path, summary: dict) -> str:
     if "contract" not in summary:
         return "<h2>Input contract</h2><p>The contract was not run (--no-contract).</p>"
-    out = ['<h2>Input contract</h2><p>Great Expectations suites from <code>schemas/</code>; the full Data Docs '
-           'are in <a href="contract/index.html">contract/index.html</a>.</p>']
+    docs = ('the Data Docs are in <a href="contract/index.html">contract/index.html</a>'
+            if (out_dir / "contract" / "index.html").exists() else "Data Docs were not asked for (--data-docs)")
+    out = [f"<h2>Input contract</h2><p>Great Expectations suites from <code>schemas/</code>; {docs}.</p>"]
     for role, result in summary["contract"].items():
         rows = [[e["type"].removeprefix("expect_"), e["column"] or "",
                  e.get("skipped") or ("met" if e["success"] else "NOT MET"), e.get("unexpected_count"),
@@ -299,7 +300,7 @@ def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> st
         + _provenance(summary) + _headline(summary)
         + (f"<h2>Findings at a glance</h2>{drawn}" if drawn else "")
         + _checks(summary, evidence) + _fairness_section(out_dir, summary)
-        + _contract(summary) + _quarantine(out_dir, summary)
+        + _contract(out_dir, summary) + _quarantine(out_dir, summary)
         + "</body></html>\n"
     )
 

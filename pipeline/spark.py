@@ -515,7 +515,8 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         views = {"round_log": _view(text, log.columns, "round_log")}
         if placed is not None:
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
-        validated = contract.validate_on_spark(views, options.window, staging / polars_engine.DOCS)
+        validated = contract.validate_on_spark(views, options.window,
+                                               staging / polars_engine.DOCS if options.data_docs else None)
     return names, counted, tests, _rows_explained(spark, text, found, bet_log, profile), validated
 
 

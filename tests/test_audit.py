@@ -108,7 +108,7 @@ def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
 
 
 def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_log, tmp_path):
-    audit.audit(faulted_log["parquet"], tmp_path)  # with the contract: writes contract/
+    audit.audit(faulted_log["parquet"], tmp_path, audit.Options(data_docs=True))  # writes contract/
     audit.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [".baccarat-audit.json", "evidence.json", "fairness.parquet",
@@ -522,7 +522,8 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
     monkeypatch.setattr(parts, "FAN_OUT", 3)
     plain = audit.audit(log["parquet"], tmp_path / "plain", audit.Options(validate=False, bets=log["bets_parquet"]))
     audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "out1", QUICK)
-    named = audit.audit(log["parquet"], tmp_path / "out[1]", audit.Options(bets=log["bets_parquet"])).summary
+    named = audit.audit(log["parquet"], tmp_path / "out[1]", audit.Options(bets=log["bets_parquet"], data_docs=True)
+                        ).summary
     assert named["exit_code"] == plain.summary["exit_code"] == 1 and named["bets_settled"] > 0
     for key in ("rows_read", "findings", "bets_flagged", "money"):
         assert named[key] == plain.summary[key], key

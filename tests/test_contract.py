@@ -36,9 +36,13 @@ def test_the_suites_state_the_same_vocabulary_as_the_engine():
     assert len(ranges) == 4 and all(str(contract.UNREADABLE) in e["meta"]["why"] for e in ranges)
 
 
-def test_every_audit_runs_the_contract_and_writes_data_docs(tmp_path):
+def test_every_audit_runs_the_contract_and_writes_data_docs_when_asked(tmp_path):
+    plain = audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "plain",
+                        audit.Options(bets=ASSETS / "mixed_notation_bets.csv"))
+    assert not (tmp_path / "plain" / "contract").exists()
     result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path,
-                         audit.Options(bets=ASSETS / "mixed_notation_bets.csv"))
+                         audit.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True))
+    assert plain.summary["contract"] == result.summary["contract"]
     rounds = _by_column(result.summary["contract"]["rounds"])
     assert rounds["column_values_to_be_unique", "round_id"]["unexpected_count"] == 2
     assert rounds["column_values_to_be_in_set", "player_card_1"]["examples"] == ["XX"]
@@ -206,7 +210,7 @@ def test_the_contract_run_batch_by_batch_adds_up_to_one_run(tmp_path, monkeypatc
     """GX checks a log a batch of rows at a time, and an id's uniqueness a part of the ids at a time:
     where the cuts fall changes no count, no example and no verdict (the duplicate ids of this log
     fall in different pieces)."""
-    options = audit.Options(bets=ASSETS / "mixed_notation_bets.csv")
+    options = audit.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True)
     whole = audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "whole", options)
     monkeypatch.setattr(audit, "PIECE_ROWS", 4)
     monkeypatch.setattr(contract, "BATCH_ROWS", 3)

@@ -40,7 +40,7 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
                        hand_written.filter(pl.col("bet_id") == "B7").with_columns(bet_id=pl.lit(log.bets[0]["bet_id"]))])
     pl.concat([hand_written, twice]).with_columns(
         status=pl.col("bet_id").replace_strict(statuses, default=None)).write_csv(tmp_path / "bets.csv")
-    options = audit.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"])
+    options = audit.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"], data_docs=True)
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
     on_polars = audit.audit(inputs, tmp_path / "polars", options).summary
     assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(

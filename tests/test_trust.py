@@ -46,7 +46,7 @@ def test_a_log_where_the_data_docs_go_stops_the_run_before_anything_is_read(tmp_
     logs = tmp_path / "logs"
     small_log(logs / "contract")
     before = {path: path.read_bytes() for path in (logs / "contract").iterdir()}
-    done = cli("audit", logs, "--out", logs)
+    done = cli("audit", logs, "--out", logs, "--data-docs")
     assert done.returncode == 2 and done.stderr.startswith(f"error: {logs / 'contract'}/")
     assert "not written by baccarat-audit, and the run writes" in done.stderr
     assert {path: path.read_bytes() for path in (logs / "contract").iterdir()} == before
@@ -55,10 +55,10 @@ def test_a_log_where_the_data_docs_go_stops_the_run_before_anything_is_read(tmp_
 
 def test_a_users_file_among_earlier_outputs_is_never_removed(tmp_path):
     out = tmp_path / "out"
-    assert cli("audit", DATA / "rounds.csv", "--out", out).returncode == 1
+    assert cli("audit", DATA / "rounds.csv", "--out", out, "--data-docs").returncode == 1
     mine = out / "contract" / "my notes.txt"
     mine.write_text("mine")
-    done = cli("audit", DATA / "rounds.csv", "--out", out)
+    done = cli("audit", DATA / "rounds.csv", "--out", out, "--data-docs")
     assert done.returncode == 2 and f"{mine}: not written by baccarat-audit" in done.stderr
     assert mine.read_text() == "mine" and (out / "summary.json").exists()
     (out / "findings.parquet").unlink()
@@ -69,9 +69,9 @@ def test_a_users_file_among_earlier_outputs_is_never_removed(tmp_path):
     assert (out / "findings.parquet").read_text() == "a file of mine, not the audit's"
 
 
-def test_a_rerun_without_the_contract_removes_only_the_data_docs_it_wrote(tmp_path):
+def test_a_rerun_without_data_docs_removes_only_the_data_docs_it_wrote(tmp_path):
     out = tmp_path / "out"
-    assert cli("audit", DATA / "rounds.csv", "--out", out).returncode == 1
+    assert cli("audit", DATA / "rounds.csv", "--out", out, "--data-docs").returncode == 1
     assert (out / "contract" / "index.html").exists()
     assert cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract").returncode == 1
     assert not (out / "contract").exists()
@@ -283,7 +283,7 @@ def test_no_page_the_tool_writes_runs_script_from_the_log(tmp_path):
         round_id=pl.when(pl.int_range(pl.len()) == 9).then(pl.lit(PAYLOAD)).otherwise(pl.col("round_id")))
     rounds.write_parquet(tmp_path / "crafted.parquet")
     out, docs = tmp_path / "out", tmp_path / "docs"
-    assert cli("audit", tmp_path / "crafted.parquet", "--out", out).returncode == 1
+    assert cli("audit", tmp_path / "crafted.parquet", "--out", out, "--data-docs").returncode == 1
     assert cli("validate", tmp_path / "crafted.parquet", "--docs", docs).returncode == 1
     written = [out / "report.html", *out.glob("contract/**/*.html"), *docs.glob("**/*.html")]
     pages = [page for page in written if "ONERROR" in page.read_text().upper()]  # where the log's text went
