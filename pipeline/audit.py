@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
@@ -76,6 +77,11 @@ def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
     return sorted(names)
 
 
+#: What a run can be flagged for; `Options.fail_on` chooses which of them set exit code 1.
+FAIL_ON = ("findings", "quarantine", "contract")
+SCHEMA_VERSION = 2  # of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on
+
+
 @dataclass(frozen=True)
 class Options:
     """How to run an audit; the defaults are the nightly job's."""
@@ -92,6 +98,8 @@ class Options:
     # Told each phase as it starts, and how many of its pieces are done (for the progress display).
     on_phase: Callable[..., None] = lambda phase, done=None, total=None: None
     across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
+    fail_on: frozenset[str] = frozenset(FAIL_ON)  # what makes exit code 1 (see `FAIL_ON`)
+    command: tuple[str, ...] | None = None  # the command line that asked for the run, for provenance
 
 
 @dataclass(frozen=True)
@@ -278,20 +286,24 @@ def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
-    """Per file: rows read, rows quarantined, and suited cards (CARD_COUNT needs suits). They add up."""
+    """Per file: rows read, rows quarantined, suited cards (CARD_COUNT needs suits), and the first and
+    last dealt_at of the rounds audited (the period the audit covers). They add up (`round_counts`)."""
     suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.Int64)
                                for c in ingest.CARD_COLUMNS)
+    dealt = pl.col("dealt_utc").filter(pl.col("reject").is_null())
     return rounds.group_by("source_file").agg(rows=pl.len().cast(pl.Int64),
                                               rows_quarantined=pl.col("reject").is_not_null().sum().cast(pl.Int64),
-                                              suited_cards=suited.sum())
+                                              suited_cards=suited.sum(), first_dealt=dealt.min(), last_dealt=dealt.max())
 
 
 def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """What the summary counts of the rounds, from `tallies` (of one query, or added up over many)."""
-    per_file = per_file.group_by("source_file").agg(pl.exclude("source_file").sum())
+    per_file = per_file.group_by("source_file").agg(pl.col("rows", "rows_quarantined", "suited_cards").sum(),
+                                                    pl.col("first_dealt").min(), pl.col("last_dealt").max())
     return {"rows_per_file": per_file.select("source_file", "rows"),
             "rounds": per_file.select(rows_read=pl.col("rows").sum(), rows_quarantined=pl.col("rows_quarantined").sum(),
-                                      suited_cards=pl.col("suited_cards").sum())}
+                                      suited_cards=pl.col("suited_cards").sum(), first_dealt=pl.col("first_dealt").min(),
+                                      last_dealt=pl.col("last_dealt").max())}
 
 
 def _merge_findings(log: ingest.Log, run: _Queries) -> None:
@@ -418,10 +430,11 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
-            add_contract(summary, expectations.evaluate(subjects, options.window))
+            add_contract(summary, expectations.evaluate(subjects, options.window), options.fail_on)
             if options.data_docs:  # Great Expectations' own run, for its pages; its counts are the same
                 options.on_phase("Data Docs (Great Expectations)")
                 contract.validate(subjects, staging, options.window, staging / DOCS)
+        summary = finish(summary)
         (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
         write_report(staging, findings, log, staged, bet_log, options.profile)
@@ -446,12 +459,18 @@ def staging_in(out_dir: Path, names: list[str]) -> Iterator[Path]:
             yield staging
 
 
-def add_contract(summary: dict, validated: dict[str, dict]) -> None:
-    """The contract's result (by contract name) into the summary, by role; an unmet expectation flags."""
+def add_contract(summary: dict, validated: dict[str, dict], fail_on: frozenset[str]) -> None:
+    """The contract's result (by contract name) into the summary, by role; an unmet expectation flags
+    the run when `fail_on` holds "contract"."""
     summary["contract"] = {role: validated[name] for role, name in (("rounds", "round_log"), ("bets", "bet_log"))
                            if name in validated}
-    if not all(result["success"] for result in summary["contract"].values()):
+    if "contract" in fail_on and not all(result["success"] for result in summary["contract"].values()):
         summary["exit_code"] = EXIT_FLAGGED
+
+
+def finish(summary: dict) -> dict:
+    """The summary as written when the run is done: `finished_at` set."""
+    return summary | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
 def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds: list[pl.LazyFrame],
@@ -548,9 +567,17 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
     if not options.across_rounds:
         checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
     inputs = _inputs("rounds", log, options.mapping, counted["rows_per_file"])
+    period = {"first_dealt_at": rounds["first_dealt"], "last_dealt_at": rounds["last_dealt"]}
     summary = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": uuid.uuid4().hex,
         "tool": {"name": "baccarat-audit", "version": __version__},
+        "command": list(options.command) if options.command else None,
         "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": None,
+        "period": None if period["first_dealt_at"] is None else
+        {key: moment.isoformat().replace("+00:00", "Z") for key, moment in period.items()},
+        "fail_on": sorted(options.fail_on),
         "inputs": inputs,
         "inputs_not_read": _not_read("rounds", log),
         "rules": {
@@ -577,7 +604,8 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
             "tables_flagged": kept_short(sorted(set(table_level.filter(pl.col("flagged"))["group"]))),
             "tables": kept_short(table_level.to_dicts()),
         }
-    flagged = summary["rounds_flagged"] or summary["rows_quarantined"] or by_check.get("TABLE_STATS", 0)
+    found = summary["rounds_flagged"] or by_check.get("TABLE_STATS", 0)
+    quarantined = summary["rows_quarantined"]
     if bet_log is not None:
         bet = counted["bets"].row(0, named=True)
         inputs += _inputs("bets", bet_log, options.bets_mapping, counted["bets_per_file"])
@@ -590,7 +618,9 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
             "bets_flagged": bet["bets_flagged"],
             **settlement.money_summary(counted["money"]),
         }
-        flagged = flagged or bet["bets_flagged"] or bet["bets_quarantined"] or by_check.get("DUPLICATE_BET", 0)
+        found = found or bet["bets_flagged"] or by_check.get("DUPLICATE_BET", 0)
+        quarantined = quarantined or bet["bets_quarantined"]
+    flagged = ("findings" in options.fail_on and found) or ("quarantine" in options.fail_on and quarantined)
     summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN
     return summary
 

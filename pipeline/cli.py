@@ -137,6 +137,11 @@ def audit(
     until: Annotated[datetime | None, typer.Option(
         parser=_end, metavar="TIME", help=f"Audit only rounds dealt at or before this ({UNTIL}).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    fail_on: Annotated[str, typer.Option(
+        metavar="KINDS", help="Which of findings, quarantine, contract set exit code 1 (comma-separated).")
+    ] = ",".join(audit_run.FAIL_ON),
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json on stdout instead of the summary.")
+                       ] = False,
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
@@ -145,20 +150,26 @@ def audit(
     started = time.perf_counter()
     if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
+    kinds = frozenset(kind.strip() for kind in fail_on.split(",") if kind.strip())
+    if not kinds <= set(audit_run.FAIL_ON):
+        raise _fail(InputError(f"--fail-on {fail_on!r}: expected some of {', '.join(audit_run.FAIL_ON)}"))
     narrowed = _window(since, until, "--since/--until")
-    with progress.phases(enabled=not quiet and engine == "polars") as on_phase:
+    with progress.phases(enabled=not (quiet or as_json) and engine == "polars") as on_phase:
         try:
             options = audit_run.Options(
                 bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
                 validate=contract_check, data_docs=data_docs and contract_check,
                 window=_window(window_start, window_end),
-                fairness_threshold=fairness_threshold, on_phase=on_phase,
+                fairness_threshold=fairness_threshold, on_phase=on_phase, fail_on=kinds, command=tuple(sys.argv),
                 selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
                 rounds, out, options, spark_master)
         except InputError as error:
             raise _fail(error) from None
     s = result.summary
+    if as_json:
+        typer.echo(json.dumps(s, indent=2))
+        raise typer.Exit(result.exit_code)
     typer.echo(f"{_counted(s['rows_read'], 'row')} read: {_counted(s['rounds_audited'], 'round')} audited, "
                f"{s['rows_quarantined']} quarantined, {_counted(s['rounds_flagged'], 'round')} flagged.")
     if "bets_read" in s:

@@ -100,7 +100,7 @@ def _verdict(summary: dict) -> str:
     bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
     unmet = [role for role, c in summary.get("contract", {}).items() if not c["success"]]
     quarantined = summary["rows_quarantined"] + summary.get("bets_quarantined", 0)
-    if summary["exit_code"] == 0:
+    if not (flagged or quarantined or unmet):  # the state, not the exit code, which `--fail-on` may relax
         return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{bets} were audited '
                 "and every one was dealt, totalled, recorded and paid by the book; nothing was quarantined.</p>")
     parts = [f"{flagged:,} findings on {summary['rounds_flagged']:,} rounds"]

@@ -448,7 +448,8 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
                                           staging / "flagged")
         summary["tool"]["engine"] = "spark"
         if validated is not None:
-            polars_engine.add_contract(summary, validated)
+            polars_engine.add_contract(summary, validated, options.fail_on)
+        summary = polars_engine.finish(summary)
         (staging / polars_engine.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         polars_engine.publish(staging, out_dir)

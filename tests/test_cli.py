@@ -474,3 +474,37 @@ def test_a_date_alone_narrows_to_that_whole_day(tmp_path):
     assert summary["selection"]["until"] == "2026-11-01T23:59:59.999999+00:00"
     run("audit", data, "--out", tmp_path, "--no-contract", "--quiet", "--until", "2026-11-01T20:00:00+01:00")
     assert json.loads((tmp_path / "summary.json").read_text())["selection"]["until"] == "2026-11-01T20:00:00+01:00"
+
+
+SAMPLE = ASSETS.parent.parent / "data"
+
+
+def test_fail_on_chooses_what_sets_exit_1_and_json_prints_the_summary(tmp_path):
+    """The sample has findings, quarantined bets and an unmet contract (a round_id on two rows), and
+    no quarantined round: a scheduler says which of them fail its job."""
+    for kinds, bets, expected in (("findings,quarantine,contract", True, 1), ("quarantine", False, 0),
+                                  ("quarantine", True, 1), ("contract", False, 1), ("findings", False, 1)):
+        out = tmp_path / f"{kinds}-{bets}"
+        args = ["audit", SAMPLE / "rounds.csv", "--out", out, "--fail-on", kinds, "--json"]
+        done = subprocess.run([sys.executable, "-m", "pipeline", *map(str, args),
+                               *(["--bets", str(SAMPLE / "bets.csv")] if bets else [])], capture_output=True, text=True)
+        assert done.returncode == expected, (kinds, bets, done.stderr)
+        printed = json.loads(done.stdout)
+        assert printed == json.loads((out / "summary.json").read_text())
+        assert printed["fail_on"] == sorted(kinds.split(",")) and printed["exit_code"] == expected
+        assert "Not clean:" in (out / "report.html").read_text()  # exit 0 or not, the findings are there
+    refused = run("audit", SAMPLE / "rounds.csv", "--out", tmp_path / "x", "--fail-on", "findings,typos")
+    assert refused.exit_code == 2 and "--fail-on 'findings,typos': expected some of" in refused.output
+
+
+def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path):
+    args = ["audit", str(SAMPLE / "rounds.csv"), "--out", str(tmp_path / "out"), "--no-contract"]
+    done = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["schema_version"] == 2 and len(summary["run_id"]) == 32
+    assert summary["command"][1:] == args and summary["finished_at"] >= summary["started_at"]
+    dealt = pl.read_csv(SAMPLE / "rounds.csv", infer_schema=False)["dealt_at"].sort()
+    assert summary["period"] == {"first_dealt_at": dealt[0], "last_dealt_at": dealt[-1]}
+    again = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["run_id"] != summary["run_id"], again.stderr
