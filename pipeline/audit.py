@@ -134,7 +134,7 @@ class _Queries:
 
 
 BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
-PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory, costs ~0.3 s per piece
+PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory; each piece has a fixed cost of a few queries
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
@@ -171,14 +171,14 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
     taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
     """
-    # A part holds about an eighth of a piece of either log, and its settled bets are held whole: 10M
-    # rounds with bets peaked at 887 MiB settling quarters (34.7 s), at 749 MiB with eighths (39.9 s).
+    # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
+    # quarters peaked higher, for little time saved (docs/performance.md).
     part_count = 8 * max(len(pieces), len(bet_pieces))
     part = parts.part_of(pl.col("round_id"), part_count)
     by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
     by_part += [("facts.parts", label, settlement.round_facts(piece)) for piece in pieces]
     # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
-    # square of a log quarantined whole (3M rounds with 6M bets: 63.8 s, against 29.0 s).
+    # square of a log quarantined whole.
     by_part.append(("quarantined.parts", label,
                     stored.scan(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())))
     for folder in ("findings.bets", "bets_quarantine"):
@@ -222,8 +222,7 @@ def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path) -> l
 
 
 #: Rows filed by piece in one query (`_sink_in_log_order`): polars' partitioned sink held all it was
-#: given. Filing the 1.18M bet findings of 30M rounds with bets peaked at 703 MiB in one query, at 244
-#: MiB this many rows at a time (232 MiB at 10M).
+#: given, so many findings are filed this many at a time.
 FILING_ROWS = PIECE_ROWS // 4
 
 
@@ -384,7 +383,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if bet_log is not None:
         counted |= _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
     levels = [level for level in fairness.LEVELS if level in log.columns]
-    if options.across_rounds and levels:  # after the bets: a cell per shoe, 36 MiB at 60M rounds
+    if options.across_rounds and levels:  # after the bets, whose peak it would add to: a cell per shoe
         counted["fairness"] = fairness.add_up(
             [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
     return counted

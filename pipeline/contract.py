@@ -185,7 +185,7 @@ class _Runs:
             codes, batch = {}, data
             if isinstance(data, pl.DataFrame):
                 # Ids (the view's only text) go to GX as dense codes, equal exactly when the ids are: GX
-                # hashes every value of a batch, and hashing 1M text ids took 0.5 s and 180 MB per run.
+                # hashes every value of a batch, which is slow and large on text.
                 codes = {c: data[c].rank("dense") for c, dtype in data.schema.items() if dtype == pl.String}
                 batch = data.with_columns(*codes.values()).to_pandas()
             done = checkpoint.run(batch_parameters={"dataframe": batch}, expectation_parameters=self.parameters,

@@ -37,9 +37,8 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
     by hundreds of megabytes).
     """
     # Which rows come first is found on their check and index alone, a pass per row wanted: the least
-    # index of each check is a streaming aggregate. The findings grow with the log: taken whole, with
-    # their text, they were the peak of the nightly job at 30M rounds (1.4 GiB), and a group-by's head
-    # of their checks still held one (326 MiB at 60M rounds, against 84 MiB for a pass).
+    # index of each check is a streaming aggregate. The findings grow with the log: taken whole, or by
+    # a group-by's head of their checks, they were held whole.
     indexed = findings.with_row_index("at")
     taken = pl.Series("at", [], indexed.collect_schema()["at"])
     for _ in range(per_check):

@@ -232,8 +232,7 @@ class Log:
 
 
 #: The most plans (see `Log._read`) one piece reads: many when its files are of many shapes. Polars'
-#: streaming engine takes a union of plans in a time that grows as their square: a piece of small CSV
-#: files, a plan each, took 7.2 ms a file with 32 files, 15.7 ms with 128, 80 ms with 730 (58 s).
+#: streaming engine takes a union of plans in a time that grows as their square.
 PLANS = 32
 
 
@@ -548,8 +547,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 whole = pl.scan_parquet(path, hive_partitioning=False, glob=False)
                 return whole if (start, count) == (0, None) else whole.slice(start, count)
         else:
-            # Every field is read as text: the header is the schema (with a plan built to ask it,
-            # opening 2,920 nightly files took 2.4 s, against 1.1 s so).
+            # Every field is read as text: the header is the schema (cheaper than a plan built to ask it).
             source = lines.readable(path)
             header = names = csv_header(source, path)
             dtypes = {name: pl.String for name in names}
@@ -597,8 +595,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     # in CSV the header as it is, since a record's fields are taken by place; in Parquet, by name, the
     # columns the contract reads, since a scan of several files takes those by name and leaves others
     # (`whole_files`). A file with a column of its own, or another order, is then read with its
-    # neighbours: 2,920 nightly files, every other one with a column more, took 19.7 to 23.9 s to audit,
-    # and take 9.4 to 9.6 s (the same files all alike: 9.0 s).
+    # neighbours, not by a plan of its own.
     stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
               tuple(sorted((name, str(dtype)) for name, dtype in as_found.items()
                            if renames.get(name, name) in present)))
@@ -804,9 +801,8 @@ def _has_rows(path: Path, frame: pl.LazyFrame) -> bool:
 
 def reasons_text(reasons: list) -> pl.Expr:
     """The reasons that hold for a row, joined with "; "; null when none does."""
-    # Not when(joined != "").then(joined): polars would join them twice (0.2 s per 1M bets). Nor
-    # replace("", None): polars' streaming engine holds the whole frame for it (a piece of 1M CSV rows
-    # with the UTF-8 test: 517 MiB, against 186 so); extract streams, in the same time.
+    # Not when(joined != "").then(joined): polars would join them twice. Nor replace("", None):
+    # polars' streaming engine holds the whole frame for it; extract streams, in the same time.
     return pl.concat_str(reasons, separator="; ", ignore_nulls=True).str.extract(r"(?s)^(.+)$", 1)
 
 

@@ -20,13 +20,11 @@ import polars as pl
 
 from pipeline import stored
 
-#: The most files a frame is written into at once. Each open file holds a writer: 60M rounds' bets
-#: written a file per part (960 parts) took 1,039 MiB against 585 MiB for 10M (160 parts), and the
-#: settlement's files numbered 173,760 against 4,960.
+#: The most files a frame is written into at once. Each open file holds a writer, so memory and the
+#: number of files grew with the parts.
 FAN_OUT = 256
 #: Rows per row group of a part split from its bucket. Written in one row group, a part was decoded
-#: whole by the join that reads it: the settlement of 60M rounds' bets sat at 830 to 850 MiB, against
-#: 480 to 710 MiB with these (and 770 to 800 MiB from a file per part and piece).
+#: whole by the join that reads it.
 SPLIT_ROW_GROUP = 8192
 BUCKETS = "buckets"
 

@@ -262,7 +262,7 @@ def render(out_dir: Path) -> str:
         missing = isinstance(error, FileNotFoundError) and error.filename
         why = f"no {Path(error.filename).name} in it" if missing else first_line(error) or type(error).__name__
         raise InputError(f"{out_dir}: not an audit output directory ({why})") from None
-    # Counted by queries, not read whole: findings grow with the log (138 MB of them at 10M with bets).
+    # Counted by queries, not read whole: findings grow with the log.
     findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
     try:
