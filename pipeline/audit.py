@@ -1,7 +1,9 @@
 """The audit run: ingest -> replay -> checks -> findings (and settlement, integrity, fairness).
 
-All row work is lazy polars. The log is read once, piece by piece, into a staging folder of parsed and
-replayed rounds; every output is then its own streaming query over that folder (see `_Queries`).
+The log is read once, a piece at a time (`_read_once`): each piece is parsed and replayed in memory,
+and from that one frame come its quarantine, its per-round findings, its counts, its fairness cells and
+its contract counts; its rows are staged for the checks that look across rounds (duplicates, shoes),
+the bets and the evidence, each its own streaming query over the staging folder (see `_Queries`).
 Files are written to a staging folder inside the output directory and moved into place only when the
 run is complete, so a run that dies never leaves a findings file that looks complete, a failed run
 leaves the previous result whole, and a re-run replaces it.
@@ -140,18 +142,50 @@ PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory; each piece has 
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
 
 
-def _stage(log: ingest.Log, options: Options, staging: Path) -> None:
-    """The one read of the log: every row parsed (cards, reject reason) and replayed, streamed to disk
-    piece by piece (see `ingest.Log.pieces`). `log_row` numbers the rows of the log as read."""
-    (staging / STAGED).mkdir()
-    rows = 0
+@dataclass
+class _Read:
+    """What the one read of the log gathered, piece by piece: the counts the summary adds up (`tallies`),
+    the fairness cells (`fairness.observed_counts`) and the contract's counts (`expectations.Singles`)."""
+
+    tallies: list[pl.DataFrame]
+    fairness: list[pl.DataFrame]
+    contract: list[dict]
+
+
+def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
+    """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
+    replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
+    fairness cells and contract counts taken, and its rows staged for the checks across rounds, the
+    bets and the evidence. `log_row` numbers the rows of the log as read."""
+    for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
+        (staging / folder).mkdir()
+    levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
+    singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
+    read, rows = _Read([], [], []), 0
     pieces = list(log.pieces(PIECE_ROWS))
     for i, piece in enumerate(pieces):
-        options.on_phase("reading and replaying", i, len(pieces))
-        staged = prepared(piece.with_row_index("log_row", offset=rows), options.profile)
-        _Queries(staging).sink(f"{STAGED}/{i:06d}.parquet", staged, log.path, **STAGING_PARQUET)
-        rows += pq.read_metadata(staging / STAGED / f"{i:06d}.parquet").num_rows  # as `_staged` counts them
+        options.on_phase("reading and checking each round", i, len(pieces))
+        # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
+        frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows), options.profile)])[0].rechunk()
+        rows += frame.height
+        ingest.write_parquet(frame, staging / STAGED / f"{i:06d}.parquet", **STAGING_PARQUET)
+        replayable = frame.lazy().filter(pl.col("reject").is_null())
+        queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
+                   "findings": round_findings(replayable, PER_ROUND)}
+        if levels:
+            queries["fairness"] = fairness.observed_counts(replayable, levels)
+        done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
+        ingest.write_parquet(done["quarantine"], staging / "quarantine.pieces" / f"{i:06d}.parquet")
+        ingest.write_parquet(done["findings"], staging / "findings.rounds" / f"{i:06d}.parquet")
+        read.tallies.append(done["tallies"])
+        if levels:
+            read.fairness.append(done["fairness"])
+        if singles is not None:
+            read.contract.append(singles.count(frame))
     require_rows(log, rows)
+    ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
+        staging / "quarantine.parquet", lazy=True)])
+    return read
 
 
 def require_rows(log: ingest.Log, rows: int) -> None:
@@ -195,8 +229,8 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         outputs = settlement.outputs(settled.rechunk().lazy())
         found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
         counts.append(found["counts"])
-        found["findings"].write_parquet(staging / "findings.bets" / f"{k:06d}.parquet")
-        found["quarantine"].write_parquet(staging / "bets_quarantine" / f"{k:06d}.parquet")
+        ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{k:06d}.parquet")
+        ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{k:06d}.parquet")
     # DUPLICATE_BET beside them: a bet_id's copies may sit in different parts of the round_ids.
     keyed = [piece.filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
              for piece in bet_pieces]
@@ -354,19 +388,12 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
 
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
-           options: Options, started: datetime, staging: Path) -> dict[str, pl.DataFrame]:
-    """Every check over the staged rounds (and the bets in scope, `bet_pieces`); returns the small
-    frames the summary needs."""
+           options: Options, started: datetime, staging: Path, read: _Read) -> dict[str, pl.DataFrame]:
+    """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`); returns
+    the small frames the summary needs, with what the one read (`read`) counted."""
     run, label = _Queries(staging), log.path
-    (staging / "findings.rounds").mkdir()
-    rounds = stored.scan(staging / STAGED)
-    rejected = pl.col("reject").is_not_null()
-    counted = round_counts(run.frame(tallies(rounds), label))
-    run.sink("quarantine.parquet", quarantined(rounds), label)
-    pieces = [stored.scan(piece).filter(~rejected) for piece in _staged(staging)]
-    for i, piece in enumerate(pieces):  # per-round checks: piece by piece, so memory stays bounded
-        options.on_phase("checking each round", i, len(pieces))
-        run.sink(f"findings.rounds/{i:06d}.parquet", round_findings(piece, PER_ROUND), label)
+    counted = round_counts(pl.concat(read.tallies))
+    pieces = [stored.scan(piece).filter(pl.col("reject").is_null()) for piece in _staged(staging)]
     options.on_phase("checking across rounds")
     collect = partial(run.frame, label=label)
     (staging / "findings.duplicates").mkdir()
@@ -382,10 +409,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
         counted |= _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
-    levels = [level for level in fairness.LEVELS if level in log.columns]
-    if options.across_rounds and levels:  # after the bets, whose peak it would add to: a cell per shoe
-        counted["fairness"] = fairness.add_up(
-            [run.frame(fairness.observed_counts(piece, levels), label) for piece in pieces], levels)
+    if read.fairness:
+        counted["fairness"] = fairness.add_up(read.fairness, [c for c in fairness.LEVELS if c in log.columns])
     return counted
 
 
@@ -406,11 +431,11 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     with staging_in(out_dir, outputs_of(options)) as staging:
-        _stage(log, options, staging)
+        read = _read_once(log, options, staging)
         names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
-        counted = _check(log, bet_log, bet_pieces, names, options, started, staging)
+        counted = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging)
         if tests is not None:
@@ -429,7 +454,8 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
-            add_contract(summary, expectations.evaluate(subjects, options.window), options.fail_on)
+            add_contract(summary, expectations.evaluate(subjects, options.window, {"round_log": read.contract}),
+                         options.fail_on)
             if options.data_docs:  # Great Expectations' own run, for its pages; its counts are the same
                 options.on_phase("Data Docs (Great Expectations)")
                 contract.validate(subjects, staging, options.window, staging / DOCS)

@@ -82,7 +82,7 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
     for c in wanted:
         column = pl.col(c)
         if kinds[c] in SET_KINDS:
-            column = html_safe(column.str.to_uppercase()).cast(pl.Categorical)
+            column = set_value(column)
         elif kinds[c] == "id":
             safe = html_safe(column)
             column = safe if whole_ids else pl.when(column.str.contains(r"[^\x00-\x7f]")).then(safe).otherwise(
@@ -93,11 +93,17 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
             read = pl.when(~column.str.starts_with("-")).then(size).when(size > 0).then(-size)
             column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
         elif kinds[c] == "timestamp":
-            frame = with_timestamp(frame, c, f"{c}_utc")
+            if f"{c}_utc" not in frame.collect_schema():  # the audit's rows have it read already
+                frame = with_timestamp(frame, c, f"{c}_utc")
             column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(UNREADABLE).otherwise(
                 pl.col(f"{c}_utc").dt.epoch("s"))
         shaped.append(column.alias(c))
     return frame.select(shaped)
+
+
+def set_value(text: pl.Expr) -> pl.Expr:
+    """A value of a column of SET_KINDS as the view has it: upper case, safe for HTML, dictionary-encoded."""
+    return html_safe(text.str.to_uppercase()).cast(pl.Categorical)
 
 
 #: What HTML gives a meaning to, as entities: Great Expectations writes the values it finds unexpected

@@ -11,11 +11,13 @@ own machinery is asked for: Data Docs and `validate`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import polars as pl
 
 from pipeline import ingest
-from pipeline.contract import EXAMPLES, Subject, Window, as_read, column_of, expectations_of, is_unique, view
+from pipeline.contract import (EXAMPLES, SET_KINDS, Subject, Window, as_read, column_of, expectations_of, is_unique,
+                               set_value, view)
 from pipeline.shown import kept_short
 
 #: Each expectation type the suites use about single values: kwargs -> the rows it does not expect
@@ -46,19 +48,23 @@ def _with_parameters(kwargs: dict, window: Window) -> dict:
             for key, value in kwargs.items()}
 
 
-def evaluate(subjects: list[Subject], window: Window = Window()) -> dict[str, dict]:
-    """Each subject's suite evaluated on its rows; returns what `contract.validate` returns, by contract name."""
+def evaluate(subjects: list[Subject], window: Window = Window(),
+             counted: dict[str, list[dict]] | None = None) -> dict[str, dict]:
+    """Each subject's suite evaluated on its rows; returns what `contract.validate` returns, by contract
+    name. `counted`: by contract name, what `Singles.count` gave on each piece of that log during the
+    audit's one read of it, so that its pieces are not read again for them."""
     results = {}
     for subject in subjects:
         name = subject.contract_name
-        views = [view(piece, subject.present, name, whole_ids=True) for piece in subject.pieces]
-        present = set(views[0].collect_schema().names())
+        present = set(view(subject.pieces[0], subject.present, name).collect_schema().names())
         runnable, skipped = expectations_of(name, present, window)
         outcomes = {}
-        single = [(index, e) for index, e in runnable
-                  if e["type"] in SINGLE or e["type"] == "expect_column_values_to_not_be_null"]
-        if single:
-            outcomes |= _single(subject, views, single, window)
+        single = Singles.of(name, subject.present, window)
+        if single.flags:
+            pieces = (counted or {}).get(name)
+            if pieces is None:
+                pieces = [single.count(ingest.collect(subject.label, [piece])[0]) for piece in subject.pieces]
+            outcomes |= single.added_up(pieces)
         for index, expectation in runnable:
             if is_unique(expectation):
                 outcomes[index] = _unique(subject, column_of(expectation))
@@ -76,36 +82,71 @@ def evaluate(subjects: list[Subject], window: Window = Window()) -> dict[str, di
     return results
 
 
-def _single(subject: Subject, views: list[pl.LazyFrame], single: list[tuple[int, dict]], window: Window
-            ) -> dict[int, dict]:
-    """The expectations about single values, in one query a piece: each one's count of unexpected
-    rows and its first unexpected values."""
-    flags = {}
-    for index, expectation in single:
-        value = pl.col(column_of(expectation))
-        if expectation["type"] == "expect_column_values_to_not_be_null":
-            flags[index] = value.is_null()
-        else:
-            flags[index] = value.is_not_null() & SINGLE[expectation["type"]](
-                value, _with_parameters(expectation["kwargs"], window))
-    columns = {index: column_of(expectation) for index, expectation in single}
-    counts = {index: 0 for index in flags}
-    examples: dict[int, list] = {index: [] for index in flags}
-    rows = 0
-    for piece in views:
-        counted = ingest.collect(subject.label, [piece.select(
-            pl.len().alias("rows"),
-            *(flag.sum().alias(f"count {index}") for index, flag in flags.items()),
-            *(pl.col(columns[index]).cast(pl.String).filter(flag).head(EXAMPLES).implode().alias(f"first {index}")
-              for index, flag in flags.items()))])[0].row(0, named=True)
-        rows += counted["rows"]
-        for index in flags:
-            counts[index] += counted[f"count {index}"]
-            examples[index] = (examples[index] + counted[f"first {index}"])[:EXAMPLES]
-    kinds = ingest.contract(subject.contract_name)["meta"]["columns"]
-    return {index: {"success": counts[index] == 0, "unexpected_count": counts[index], "element_count": rows,
-                    "examples": kept_short(as_read(examples[index], kinds[columns[index]]["kind"]))}
-            for index in flags}
+@dataclass(frozen=True)
+class Singles:
+    """A suite's runnable expectations about single values, as flags over the contract's view of a
+    log: `count` gives one piece's counts and first unexpected values, `added_up` the whole log's."""
+
+    contract_name: str
+    present: frozenset[str]
+    flags: dict[int, pl.Expr]
+    columns: dict[int, str]
+
+    @classmethod
+    def of(cls, contract_name: str, present: frozenset[str], window: Window) -> Singles:
+        shaped = set(view(pl.LazyFrame(schema=dict.fromkeys(present, pl.String)), present, contract_name)
+                     .collect_schema().names())
+        runnable, _ = expectations_of(contract_name, shaped, window)
+        flags, columns = {}, {}
+        for index, expectation in runnable:
+            value = pl.col(column_of(expectation) or "")
+            if expectation["type"] == "expect_column_values_to_not_be_null":
+                flags[index] = value.is_null()
+            elif expectation["type"] in SINGLE:
+                flags[index] = value.is_not_null() & SINGLE[expectation["type"]](
+                    value, _with_parameters(expectation["kwargs"], window))
+            else:
+                continue
+            columns[index] = column_of(expectation)
+        return cls(contract_name, present, flags, columns)
+
+    def count(self, rows: pl.DataFrame) -> dict:
+        """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
+        it), each flag's count and its first unexpected values. A column of a small set of values
+        (cards, totals, outcomes) is judged on its distinct values, each counted once with the rows
+        where it first appears: in a log of millions of rounds they are a few hundred."""
+        kinds = {c: spec["kind"] for c, spec in ingest.contract(self.contract_name)["meta"]["columns"].items()}
+        counted: dict[str, object] = {"rows": rows.height}
+        by_row = {i: c for i, c in self.columns.items() if kinds[c] not in SET_KINDS}
+        if by_row:
+            shaped = view(rows.lazy(), frozenset(by_row.values()), self.contract_name, whole_ids=True)
+            counted |= shaped.select(
+                *(self.flags[i].sum().alias(f"count {i}") for i in by_row),
+                *(pl.col(c).filter(self.flags[i]).head(EXAMPLES).cast(pl.String).implode().alias(f"first {i}")
+                  for i, c in by_row.items())).collect().row(0, named=True)
+        of_sets = sorted({c for c in self.columns.values() if kinds[c] in SET_KINDS})
+        distinct = pl.collect_all([rows.lazy().select(pl.col(c).value_counts(name="rows")).unnest(c)
+                                   .with_columns(set_value(pl.col(c))) for c in of_sets])
+        for column, values in zip(of_sets, distinct):
+            for i in (i for i, c in self.columns.items() if c == column):
+                found = values.filter(self.flags[i])
+                counted[f"count {i}"] = found["rows"].sum()
+                counted[f"first {i}"] = [] if found.is_empty() else rows.lazy().select(
+                    set_value(pl.col(column))).filter(self.flags[i]).head(EXAMPLES).collect()[column].cast(
+                    pl.String).to_list()
+        return counted
+
+    def added_up(self, counted: list[dict]) -> dict[int, dict]:
+        """Each expectation's result over the pieces `counted` (by `count`, in log order)."""
+        rows = sum(piece["rows"] for piece in counted)
+        kinds = ingest.contract(self.contract_name)["meta"]["columns"]
+        results = {}
+        for index, column in self.columns.items():
+            unexpected = sum(piece[f"count {index}"] for piece in counted)
+            examples = [v for piece in counted for v in piece[f"first {index}"]][:EXAMPLES]
+            results[index] = {"success": unexpected == 0, "unexpected_count": unexpected, "element_count": rows,
+                              "examples": kept_short(as_read(examples, kinds[column]["kind"]))}
+        return results
 
 
 def _unique(subject: Subject, column: str) -> dict:

@@ -860,6 +860,17 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
         raise _unreadable(path, error) from None
 
 
+def write_parquet(frame: pl.DataFrame, path: Path, **options) -> None:
+    """`frame.write_parquet`, with a failure to write (a full disk, a size limit) an OutputError."""
+    try:
+        frame.write_parquet(path, **options)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        written = _NOT_WRITTEN.search(str(error))
+        if written:
+            raise OutputError(os.strerror(int(written.group(1)))) from None
+        raise
+
+
 def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
     """A read failure as an InputError on the file, a CSV file's by the row its quotes break (see
     `_misquoted_row`). The reader fails on one with a ShapeError when it is counted, and with a
