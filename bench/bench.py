@@ -1,16 +1,16 @@
-"""Benchmark: the audit against its floor (a bare read) and its naive alternative (a row-by-row
-Python replay), with the least a replaying audit must do (a bare replay: cards looked up, replayed,
-compared and counted in one query) and the steps between them (the log read as the checks read it,
-trimmed; the staging queries' parse and replay held in memory, not written), with and without the
-Great Expectations contract, the checks across rounds (integrity and fairness) and the settlement of the
-bets, the nightly job with all of them, an investigator's narrowed audit (one table on one night),
-the audit of a log whose every round is found, and of the log kept as a year of nightly files, on
-generated logs.
+"""Benchmark: the audit against its floor (a bare read of the log) and its peers (a DuckDB query of the
+per-round checks and DUPLICATE_ROUND, and a row-by-row Python loop), on generated shoe-faithful logs
+with 1% faults, in one run: the audit's core (per-round checks and duplicates), the default audit
+(contract, report, every check), the audit without its contract, the nightly job with the bets, and
+the same log as CSV against a bare read of that CSV. It prints each ratio against the issue's targets.
+With --more, the steps between the floor and the audit, a narrowed audit, a log whose every round is
+found and the log kept as a year of nightly files.
 
-Every figure is measured in this one run, each in a fresh subprocess so that its peak resident memory
-is its own; the bare read and the bare replay are each the fastest of three such runs (see `measure`).
+Every figure is measured in this one run, each task in a fresh subprocess so that its peak resident
+memory is its own; the bare reads and the bare replay are each the fastest of three such runs (see
+`measure`). The row-by-row loop runs on the smallest log and is scaled by rounds to the others.
 Usage:
-python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs]
+python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs] [--more]
 """
 
 from __future__ import annotations
@@ -37,15 +37,18 @@ ONE_NIGHT = Selection(tables=("T01",), since=datetime(2026, 11, 4, tzinfo=UTC),
                              until=datetime(2026, 11, 4, 23, 59, 59, tzinfo=UTC))
 
 
+FAULT_RATE = 0.01  # of the generated rounds and bets, each fault one the audit must find
+
+
 def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
-    """A Parquet round log of `rounds` shoe-faithful rounds (2% faulted) and its bets (1 to 3 a round)."""
+    """A Parquet round log of `rounds` shoe-faithful rounds (1% faulted) and its bets (1 to 3 a round)."""
     paths = folder / f"rounds_{rounds}_with_bets.parquet", folder / f"bets_{rounds}.parquet"
     if all(path.exists() for path in paths):
         return paths
     folder.mkdir(parents=True, exist_ok=True)
-    base = folder / f"base_{BASE_ROUNDS}_with_bets"
+    base = folder / f"base_{BASE_ROUNDS}_with_bets_{FAULT_RATE}"
     if not (base / "bets.parquet").exists():
-        generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=0.02, tables=8, with_bets=True), base)
+        generate.write(generate.generate(BASE_ROUNDS, seed=7, fault_rate=FAULT_RATE, tables=8, with_bets=True), base)
     copies = -(-rounds // BASE_ROUNDS)
     # The last copy is cut to size, its bets with it: the first rounds of the base and the bets on them.
     last = pl.scan_parquet(base / "rounds.parquet").head(rounds - (copies - 1) * BASE_ROUNDS).collect()["round_id"]
@@ -57,6 +60,14 @@ def make_log(rounds: int, folder: Path) -> tuple[Path, Path]:
         pl.concat([frame.with_columns(suffixed[c] + f"-{i}" for c in wanted)
                    for i, frame in enumerate(copy)]).sink_parquet(path)
     return paths
+
+
+def as_csv(path: Path) -> Path:
+    """The same rounds as a CSV log (its sibling file): what a table system exports as text."""
+    csv = path.with_suffix(".csv")
+    if not csv.exists():
+        pl.scan_parquet(path).sink_csv(csv)
+    return csv
 
 
 def every_round_found(path: Path) -> Path:
@@ -131,6 +142,71 @@ def bare_replay(path: Path) -> int:
     return replayed.select(flagged.sum()).collect().item()
 
 
+#: The peer: the per-round checks and DUPLICATE_ROUND as one SQL query, as a compliance engineer would
+#: write it in DuckDB, straight from the log; the rounds it flags are written to a Parquet file.
+PEER_SQL = """
+CREATE MACRO card_value(card) AS CASE left(card, length(card) - 1)
+    WHEN 'A' THEN 1 WHEN '2' THEN 2 WHEN '3' THEN 3 WHEN '4' THEN 4 WHEN '5' THEN 5 WHEN '6' THEN 6
+    WHEN '7' THEN 7 WHEN '8' THEN 8 WHEN '9' THEN 9 WHEN '10' THEN 0 WHEN 'J' THEN 0 WHEN 'Q' THEN 0
+    WHEN 'K' THEN 0 END;
+CREATE MACRO readable(card) AS card IN ({cards});
+COPY (
+  WITH rounds AS (
+    SELECT file_row_number + 1 AS source_row, * FROM read_parquet('{log}', file_row_number = true)
+  ), repeated AS (
+    SELECT round_id, count(*) AS copies FROM rounds GROUP BY round_id HAVING count(*) > 1
+  ), valued AS (
+    SELECT *, card_value(player_card_1) AS p1, card_value(player_card_2) AS p2, card_value(player_card_3) AS p3,
+           card_value(banker_card_1) AS b1, card_value(banker_card_2) AS b2, card_value(banker_card_3) AS b3
+    FROM rounds LEFT JOIN repeated USING (round_id)
+    WHERE round_id IS NOT NULL AND readable(player_card_1) AND readable(player_card_2)
+      AND readable(banker_card_1) AND readable(banker_card_2)
+      AND (player_card_3 IS NULL OR readable(player_card_3)) AND (banker_card_3 IS NULL OR readable(banker_card_3))
+  ), replayed AS (
+    SELECT *, (p1 + p2) % 10 AS po, (b1 + b2) % 10 AS bo,
+           (p1 + p2 + coalesce(p3, 0)) % 10 AS pf, (b1 + b2 + coalesce(b3, 0)) % 10 AS bf
+    FROM valued
+  ), judged AS (
+    SELECT *, (po >= 8 OR bo >= 8) AS natural,
+           NOT (po >= 8 OR bo >= 8) AND po <= 5 AS player_must,
+           NOT (po >= 8 OR bo >= 8) AND CASE WHEN p3 IS NULL THEN bo <= 5
+               ELSE bo <= 2 OR (bo = 3 AND p3 <> 8) OR (bo = 4 AND p3 BETWEEN 2 AND 7)
+                    OR (bo = 5 AND p3 BETWEEN 4 AND 7) OR (bo = 6 AND p3 IN (6, 7)) END AS banker_must,
+           CASE WHEN pf > bf THEN 'PLAYER' WHEN bf > pf THEN 'BANKER' ELSE 'TIE' END AS result,
+           CASE upper(outcome) WHEN 'P' THEN 'PLAYER' WHEN 'B' THEN 'BANKER' WHEN 'T' THEN 'TIE'
+               ELSE upper(outcome) END AS recorded
+    FROM replayed
+  )
+  SELECT source_row, round_id,
+         player_must <> (p3 IS NOT NULL) AS player_draw, banker_must <> (b3 IS NOT NULL) AS banker_draw,
+         coalesce(TRY_CAST(player_total AS INTEGER) IS DISTINCT FROM pf AND player_total IS NOT NULL, false)
+           AS player_total,
+         coalesce(TRY_CAST(banker_total AS INTEGER) IS DISTINCT FROM bf AND banker_total IS NOT NULL, false)
+           AS banker_total,
+         outcome IS NOT NULL AND recorded IS DISTINCT FROM result AS outcome, coalesce(copies, 1) > 1 AS duplicate_round
+  FROM judged
+  WHERE player_must <> (p3 IS NOT NULL) OR banker_must <> (b3 IS NOT NULL)
+     OR coalesce(TRY_CAST(player_total AS INTEGER) IS DISTINCT FROM pf AND player_total IS NOT NULL, false)
+     OR coalesce(TRY_CAST(banker_total AS INTEGER) IS DISTINCT FROM bf AND banker_total IS NOT NULL, false)
+     OR (outcome IS NOT NULL AND recorded IS DISTINCT FROM result) OR copies > 1
+) TO '{out}' (FORMAT parquet);
+"""
+
+
+def duckdb_peer(path: Path, out: Path) -> int:
+    """`PEER_SQL` run by DuckDB on the log, its flagged rounds written to `out`; returns the rounds it
+    flags for the per-round checks (what `row_by_row` counts)."""
+    import duckdb
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    connection = duckdb.connect()
+    connection.execute("SET enable_progress_bar = false")
+    spellings = ", ".join(f"'{rank}{suit}'" for rank in ("A", *map(str, range(2, 11)), "J", "Q", "K") for suit in "HDCS")
+    connection.execute(PEER_SQL.format(log=path, out=out, cards=spellings))
+    flags = ["player_draw", "banker_draw", "player_total", "banker_total", "outcome"]
+    return pl.scan_parquet(out).filter(pl.any_horizontal(flags)).select(pl.len()).collect().item()
+
+
 def per_round_flagged(out: Path) -> int:
     """The rounds an audit's per-round checks flagged (what `row_by_row` counts), from its findings."""
     return (pl.scan_parquet(out / "findings.parquet").filter(pl.col("check").is_in([c.code for c in PER_ROUND]))
@@ -156,43 +232,47 @@ def one(task: str, path: Path, out: Path) -> dict:
     if task == "read":
         scan = pl.scan_parquet(path)
         scan.select(c for c in ingest.columns("round_log") if c in scan.collect_schema()).collect()
+    elif task == "read-csv":  # the CSV floor: a bare polars read of every column as text
+        pl.read_csv(as_csv(path), infer_schema=False)
+    elif task == "duckdb":
+        flagged = duckdb_peer(path, out / "peer.parquet")
+    elif task == "core":  # the per-round checks and DUPLICATE_ROUND, no contract, shoes or fairness
+        audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
+    elif task == "no-contract":
+        audit.audit(path, out, audit.Options(validate=False))
+    elif task == "audit":  # the default: contract, report and every check
+        audit.audit(path, out)
+    elif task == "audit-csv":
+        audit.audit(as_csv(path), out)
+    elif task == "nightly":  # the nightly job: the default audit with the bets settled and their contract
+        audit.audit(path, out, audit.Options(bets=bets))
     elif task == "read-trimmed":  # the log as every check reads it: text trimmed, empty text null
         ingest.scan(path, "round_log").frame.collect()
-    elif task == "replayed":  # the staging queries' work, held in memory a piece at a time, not written
+    elif task == "replayed":  # each piece parsed and replayed in memory, as the one read does, nothing else
         with ingest.one_row_group_ahead():
             for i, piece in enumerate(ingest.scan(path, "round_log").pieces(audit.PIECE_ROWS)):
                 audit.prepared(piece.with_row_index("log_row", offset=i * audit.PIECE_ROWS), "standard").collect()
-    elif task == "audit":
-        audit.audit(path, out, audit.Options(validate=False))
-    elif task == "audit-per-round":
-        audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
     elif task == "every-round-found":  # findings as many as rounds: does the peak grow with them?
         audit.audit(every_round_found(path), out, audit.Options(validate=False))
     elif task == "nightly-files":  # the same rounds in a file per table per night
         audit.audit(nightly_files(path), out, audit.Options(validate=False))
     elif task == "one-night":
         audit.audit(path, out, audit.Options(validate=False, selection=ONE_NIGHT))
-    elif task == "audit+bets":
-        audit.audit(path, out, audit.Options(validate=False, bets=bets))
-    elif task == "audit+contract":
-        audit.audit(path, out)
-    elif task == "nightly":  # the default job: bets settled and both contracts checked
-        audit.audit(path, out, audit.Options(bets=bets))
     elif task == "bare-replay":
         flagged = bare_replay(path)
     elif task == "row-by-row":
         flagged = row_by_row(path)
     seconds = time.perf_counter() - start
     figures = {"task": task, "seconds": seconds, "peak_mib": peak_mib()}
-    if task in ("row-by-row", "bare-replay"):
+    if task in ("row-by-row", "bare-replay", "duckdb"):
         figures["flagged"] = flagged
-    elif task == "audit-per-round":  # counted once the clock has stopped
+    elif task == "core":  # counted once the clock has stopped
         figures["flagged"] = per_round_flagged(out)
     return figures
 
 
 FLOOR_RUNS = 3  # the floors (the bare read, and the bare replay) are each the fastest of this many runs
-FLOORS = ("read", "bare-replay")
+FLOORS = ("read", "read-csv", "bare-replay")
 
 
 def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
@@ -213,15 +293,24 @@ def line(task: str, figures: dict, rounds: int) -> str:
             f"peak {figures['peak_mib']:7.0f} MiB")
 
 
+#: The issue's targets at the largest log, as (task, against, at most): task's seconds / against's.
+TARGETS = (("audit", "read", 4.0), ("audit", "duckdb", 1.0), ("no-contract", "read", 3.0), ("core", "read", 2.0),
+           ("audit", "row-by-row", 1 / 15), ("nightly", "audit", 2.0), ("audit-csv", "read-csv", 3.0))
+TASKS = ("read", "read-csv", "duckdb", "core", "no-contract", "audit", "nightly", "audit-csv")
+MORE = ("bare-replay", "read-trimmed", "replayed", "one-night", "every-round-found", "nightly-files")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--dir", type=Path, default=Path("bench/logs"))
-    parser.add_argument("--row-by-row-max", type=int, default=1_000_000,
-                        help="largest log the row-by-row replay is run on (it is slow)")
+    parser.add_argument("--row-by-row-rounds", type=int, default=1_000_000,
+                        help="the log the row-by-row loop is run on (it is slow); scaled by rounds to larger ones")
     parser.add_argument("--flat-rounds", type=int, default=30_000_000,
                         help="a larger log on which only the audit and the nightly job are run, to show "
                              "whether their peak memory grows with the log (0: not run)")
+    parser.add_argument("--more", action="store_true", help="also the steps between the floor and the audit, "
+                        "a narrowed audit, a log whose every round is found and the log as 2,920 nightly files")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -230,45 +319,43 @@ def main() -> None:
         return
     print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
           f"polars {pl.__version__}")
+    small, _ = make_log(args.row_by_row_rounds, args.dir)
+    naive = measure("row-by-row", small, args.dir / "out_row_by_row")
+    print(f"row-by-row loop on {args.row_by_row_rounds:,} rounds: {naive['seconds']:.2f} s, "
+          f"{naive['flagged']:,} rounds flagged")
     for rounds in args.rounds:
         path, bets = make_log(rounds, args.dir)
-        every_round_found(path)  # made before anything is measured
-        nightly_files(path)
-        tasks = ["read", "bare-replay", "read-trimmed", "replayed", "audit-per-round", "audit", "one-night",
-                 "audit+bets", "audit+contract", "nightly", "every-round-found", "nightly-files"]
-        if rounds <= args.row_by_row_max:
-            tasks.append("row-by-row")
-        figures = {t: measure(t, path, args.dir / f"out_{rounds}", FLOOR_RUNS if t in FLOORS else 1) for t in tasks}
-        print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet), "
+        as_csv(path)  # made before anything is measured
+        if args.more:
+            every_round_found(path)
+            nightly_files(path)
+        out = args.dir / f"out_{rounds}"
+        figures = {t: measure(t, path, out, FLOOR_RUNS if t in FLOORS else 1) for t in (*TASKS, *(MORE if args.more else ()))}
+        figures["row-by-row"] = {"seconds": naive["seconds"] * rounds / args.row_by_row_rounds,
+                                 "peak_mib": naive["peak_mib"], "flagged": naive["flagged"]}
+        print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet, "
+              f"{as_csv(path).stat().st_size / 2**20:.0f} MiB CSV), "
               f"{pl.scan_parquet(bets).select(pl.len()).collect().item():,} bets "
               f"({bets.stat().st_size / 2**20:.0f} MiB)")
+        print(f"  {'task':<17} {'seconds':>8}    {'vs read':>7}  {'peak':>9}")
         for t, f in figures.items():
-            print(line(t, f, rounds))
-        base = figures["audit"]["seconds"]
-        print(f"  audit / bare read           {base / figures['read']['seconds']:6.1f}x")
-        for t in ("bare-replay", "read-trimmed", "replayed", "audit-per-round"):
-            print(f"  {t + ' / bare read':<27} {figures[t]['seconds'] / figures['read']['seconds']:6.1f}x")
-        print(f"  one table's night / audit   {figures['one-night']['seconds'] / base:6.2f}x")
-        print(f"  audit+contract / audit      {figures['audit+contract']['seconds'] / base:6.2f}x")
-        print(f"  nightly files / audit       {figures['nightly-files']['seconds'] / base:6.2f}x")
-        print(f"  integrity and fairness cost "
-              f"{base - figures['audit-per-round']['seconds']:6.2f} s "
-              f"({base / figures['audit-per-round']['seconds']:.2f}x the per-round audit)")
-        if "row-by-row" in figures:
-            naive = figures["row-by-row"]["seconds"]
-            print(f"  row-by-row / audit          {naive / base:6.1f}x")
-            print(f"  row-by-row / per-round      {naive / figures['audit-per-round']['seconds']:6.1f}x")
-            print(f"  row-by-row / bare replay    {naive / figures['bare-replay']['seconds']:6.1f}x")
-            flagged = [figures[t]["flagged"] for t in ("row-by-row", "audit-per-round", "bare-replay")]
-            print(f"  rounds flagged by row-by-row {flagged[0]:,}, by the per-round checks {flagged[1]:,}, "
-                  f"by the bare replay {flagged[2]:,}: " + ("equal" if len(set(flagged)) == 1 else "DIFFERENT"))
+            scaled = " (scaled)" if t == "row-by-row" and rounds != args.row_by_row_rounds else ""
+            print(f"  {t:<17} {f['seconds']:8.2f} s  {f['seconds'] / figures['read']['seconds']:6.1f}x  "
+                  f"{f['peak_mib']:6.0f} MiB{scaled}")
+        flagged = {t: figures[t]["flagged"] for t in ("duckdb", "core")}
+        print(f"  rounds flagged by the per-round checks: DuckDB {flagged['duckdb']:,}, the audit {flagged['core']:,}: "
+              + ("equal" if len(set(flagged.values())) == 1 else "DIFFERENT"))
+        for task, against, most in TARGETS:
+            ratio = figures[task]["seconds"] / figures[against]["seconds"]
+            print(f"  target {task} / {against} <= {most:.3g}: {ratio:.3g} " + ("met" if ratio <= most else "NOT MET"))
+        print(f"  target peak of the audit <= 600 MiB: {figures['audit']['peak_mib']:.0f} MiB: "
+              + ("met" if figures["audit"]["peak_mib"] <= 600 else "NOT MET"))
     if args.flat_rounds:
         path, _ = make_log(args.flat_rounds, args.dir)
-        every_round_found(path)
         print(f"\n{args.flat_rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet): does the peak grow?")
-        for t in ("audit", "nightly", "every-round-found"):
+        for t in ("audit", "nightly"):
             f = measure(t, path, args.dir / f"out_{args.flat_rounds}")
-            print(line(t, f, args.flat_rounds))
+            print(f"  {t:<17} {f['seconds']:8.2f} s  peak {f['peak_mib']:6.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,8 @@ class _Queries:
 
 BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
 PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory; each piece has a fixed cost of a few queries
+#: Rows the one read holds in memory at once, parsed and replayed (`_read_once`): its peak grows with them.
+READ_ROWS = 200_000
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
@@ -162,19 +164,20 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     read, rows = _Read([], [], []), 0
-    pieces = list(log.pieces(PIECE_ROWS))
+    pieces = list(log.pieces(min(READ_ROWS, PIECE_ROWS)))  # a staged file is never more than a piece
     for i, piece in enumerate(pieces):
         options.on_phase("reading and checking each round", i, len(pieces))
-        # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
-        frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows), options.profile)])[0].rechunk()
+        frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows), options.profile)])[0]
         rows += frame.height
         ingest.write_parquet(frame, staging / STAGED / f"{i:06d}.parquet", **STAGING_PARQUET)
         replayable = frame.lazy().filter(pl.col("reject").is_null())
         queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
-                   "findings": round_findings(replayable, PER_ROUND)}
+                   "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND))}
         if levels:
             queries["fairness"] = fairness.observed_counts(replayable, levels)
         done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
+        # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
+        done["findings"] = round_findings(done["flagged"].rechunk().lazy(), PER_ROUND).collect()
         ingest.write_parquet(done["quarantine"], staging / "quarantine.pieces" / f"{i:06d}.parquet")
         ingest.write_parquet(done["findings"], staging / "findings.rounds" / f"{i:06d}.parquet")
         read.tallies.append(done["tallies"])
