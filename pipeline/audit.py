@@ -15,7 +15,7 @@ import hashlib
 import json
 import uuid
 from contextlib import contextmanager
-from functools import partial
+from functools import cache, partial
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
@@ -29,7 +29,7 @@ from pipeline import (__version__, cards, contract, evidence, expectations, fair
 from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from pipeline.preload import preload
 from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from pipeline.findings import in_log_order, repeated_keys, round_findings
+from pipeline.findings import in_log_order, published, repeated_keys, round_findings
 from pipeline.ids import id_key
 from pipeline.replay import replay
 from pipeline.selection import Selection
@@ -58,11 +58,31 @@ def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
 
 
 def sha256(path: Path) -> str:
+    stat = Path(path).stat()
+    return _sha256(Path(path), stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    """A file's SHA-256, read once while it is unchanged (a run names its inputs' twice: run id, summary)."""
     digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
+    with path.open("rb") as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
+    """A new id for each run; with `as_of`, the id of what was audited as of then: the same inputs (by
+    SHA-256), options and present give the same id, as they give the same outputs."""
+    if options.as_of is None:
+        return uuid.uuid4().hex
+    audited = {"as_of": options.as_of.astimezone(UTC).isoformat(),
+               "inputs": [[sha256(path) for path in log.files] for log in logs],
+               "mappings": [mapping and sha256(mapping.path) for mapping in (options.mapping, options.bets_mapping)],
+               "options": [options.profile, options.validate, options.window, options.fairness_threshold,
+                           options.selection, options.across_rounds, sorted(options.fail_on)]}
+    return hashlib.sha256(json.dumps(audited, default=str).encode()).hexdigest()[:32]
 
 
 def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
@@ -81,7 +101,9 @@ def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
 
 #: What a run can be flagged for; `Options.fail_on` chooses which of them set exit code 1.
 FAIL_ON = ("findings", "quarantine", "contract")
-SCHEMA_VERSION = 2  # of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on
+#: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of
+#: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time).
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -101,6 +123,9 @@ class Options:
     on_phase: Callable[..., None] = lambda phase, done=None, total=None: None
     across_rounds: bool = True  # integrity and fairness; off only to measure what they cost
     fail_on: frozenset[str] = frozenset(FAIL_ON)  # what makes exit code 1 (see `FAIL_ON`)
+    # The present for the checks that compare with it (TIMESTAMP); None: the run's start. Fixed, the
+    # same log gives the same findings whenever it is audited.
+    as_of: datetime | None = None
     command: tuple[str, ...] | None = None  # the command line that asked for the run, for provenance
 
 
@@ -199,10 +224,11 @@ def require_rows(log: ingest.Log, rows: int) -> None:
 
 
 def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
-                names: list[str], run: _Queries, staging: Path) -> dict[str, pl.DataFrame]:
+                names: list[str], run: _Queries, staging: Path
+                ) -> tuple[dict[str, pl.DataFrame], list[pl.LazyFrame]]:
     """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
-    write their findings and quarantine and return their counts. `pieces` are the replayable rounds of
-    the log named `label`.
+    write their findings and quarantine and return their counts, and the bets whose bet_id's key repeats
+    (in parts, numbered `log_row` in log order). `pieces` are the replayable rounds of the log named `label`.
 
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
     are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
@@ -235,15 +261,21 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{k:06d}.parquet")
         ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{k:06d}.parquet")
     # DUPLICATE_BET beside them: a bet_id's copies may sit in different parts of the round_ids.
-    keyed = [piece.filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
-             for piece in bet_pieces]
-    for k, copies in enumerate(_copies(keyed, "bet_key", run, bet_log.path, "bet_copies")):
-        run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(copies), bet_log.path)
+    # Each bet numbered in log order (`log_row`): the contract's examples of a repeated bet_id come first first.
+    keyed, before = [], 0
+    for piece, rows in zip(bet_pieces, ingest.collect(bet_log.path, [piece.select(pl.len()) for piece in bet_pieces])):
+        keyed.append(piece.with_row_index("log_row", offset=before).filter(pl.col("bet_id").is_not_null())
+                     .with_columns(bet_key=id_key(pl.col("bet_id"))))
+        before += rows.item()
+    copies = _copies(keyed, "bet_key", run, bet_log.path, "bet_copies")
+    for k, of_part in enumerate(copies):
+        run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(of_part.drop("log_row")),
+                 bet_log.path)
     # The parts are in round_id hash order; a bet's DUPLICATE_BET comes before its SETTLEMENT.
     _sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
                        lambda rows: rows.sort("source_file", "source_row", "check"))
     _sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
-    return settlement.bet_totals(pl.concat(counts))
+    return settlement.bet_totals(pl.concat(counts)), copies
 
 
 def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path) -> list[pl.LazyFrame]:
@@ -342,7 +374,7 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
                                       last_dealt=pl.col("last_dealt").max())}
 
 
-def _merge_findings(log: ingest.Log, run: _Queries) -> None:
+def _merge_findings(log: ingest.Log, run: _Queries, run_id: str) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
     the tables' (TABLE_STATS), in one write. Each piece's findings come by check (`round_findings`),
     and a duplicate's from every piece: they are put in log order a piece of the log at a time
@@ -353,7 +385,7 @@ def _merge_findings(log: ingest.Log, run: _Queries) -> None:
     found = [stored.scan(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
-    pl.concat(found).sink_parquet(staging / "findings.parquet")
+    ingest.collect(log.path, [published(pl.concat(found), run_id).sink_parquet(staging / "findings.parquet", lazy=True)])
 
 
 def _staged(staging: Path) -> list[list[Path]]:
@@ -391,30 +423,39 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
 
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
-           options: Options, started: datetime, staging: Path, read: _Read) -> dict[str, pl.DataFrame]:
+           options: Options, started: datetime, staging: Path, read: _Read
+           ) -> tuple[dict[str, pl.DataFrame], dict[str, list[pl.LazyFrame]]]:
     """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`); returns
-    the small frames the summary needs, with what the one read (`read`) counted."""
+    the small frames the summary needs, with what the one read (`read`) counted, and by contract the
+    rows whose id's key repeats (`_copies`), in parts, for the contract's uniqueness."""
     run, label = _Queries(staging), log.path
     counted = round_counts(pl.concat(read.tallies))
-    pieces = [stored.scan(piece).filter(pl.col("reject").is_null()) for piece in _staged(staging)]
+    staged = [stored.scan(piece) for piece in _staged(staging)]
+    pieces = [piece.filter(pl.col("reject").is_null()) for piece in staged]
     options.on_phase("checking across rounds")
     collect = partial(run.frame, label=label)
     (staging / "findings.duplicates").mkdir()
-    for k, copies in enumerate(_copies(pieces, "id_key", run, label, "copies")):
-        run.sink(f"findings.duplicates/{k:06d}.parquet", round_findings(copies, DUPLICATE), label)
+    # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
+    # is of the rounds replayed, and the contract's uniqueness is judged among them (`expectations.Counted`).
+    with_id = [piece.filter(pl.col("round_id").is_not_null()) for piece in staged]
+    copies = {"round_log": _copies(with_id, "id_key", run, label, "copies")}
+    for k, of_part in enumerate(copies["round_log"]):
+        run.sink(f"findings.duplicates/{k:06d}.parquet",
+                 round_findings(of_part.filter(pl.col("reject").is_null()), DUPLICATE), label)
     if options.across_rounds:
         decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
                              schema={"profile": pl.String, "decks": pl.Int64})
-        found = integrity.integrity_findings(pieces, decks, log.columns, started, collect,
+        found = integrity.integrity_findings(pieces, decks, log.columns, options.as_of or started, collect,
                                              starts_cut=options.selection.since is not None,
                                              scratch=staging / "integrity")
         _sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
-        counted |= _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
+        bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
+        counted |= bet_counts
     if read.fairness:
         counted["fairness"] = fairness.add_up(read.fairness, [c for c in fairness.LEVELS if c in log.columns])
-    return counted
+    return counted, copies
 
 
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
@@ -433,32 +474,36 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     owned.claim(out_dir, outputs_of(options))  # before anything is read
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
+    run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
     with staging_in(out_dir, outputs_of(options)) as staging:
         read = _read_once(log, options, staging)
         names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
-        counted = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
+        counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging)
         if tests is not None:
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
                 staging / "findings.tables.parquet")
-        _merge_findings(log, _Queries(staging))
+        _merge_findings(log, _Queries(staging), run_id)
         if options.data_docs:
             contract.preload()  # imported only now: beside the checks it raised their peak (docs/performance.md)
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
         staged = [stored.scan(piece) for piece in _staged(staging)]  # the contract's and the evidence's
-        summary = summarize(started, log, bet_log, names, counted, findings, tests, options, staging / "flagged")
+        summary = summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
+                            staging / "flagged")
         if options.validate:
             options.on_phase("input contract")
             subjects = [contract.Subject("round_log", log.path, log.columns, staged, summary["rows_read"])]
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
-            add_contract(summary, expectations.evaluate(subjects, options.window, {"round_log": read.contract}),
-                         options.fail_on)
+            on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies["round_log"]})}
+            if bet_log is not None:
+                on_the_way["bet_log"] = expectations.Counted(None, {"bet_id": copies["bet_log"]})
+            add_contract(summary, expectations.evaluate(subjects, options.window, on_the_way), options.fail_on)
             if options.data_docs:  # Great Expectations' own run, for its pages; its counts are the same
                 options.on_phase("Data Docs (Great Expectations)")
                 contract.validate(subjects, staging, options.window, staging / DOCS)
@@ -578,7 +623,7 @@ def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
                                                           lambda frame: frame.collect(), scratch))
 
 
-def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
+def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
               counted: dict[str, pl.DataFrame], findings: pl.LazyFrame, tests: pl.DataFrame | None,
               options: Options, scratch: Path | None = None) -> dict:
     """summary.json of a run (either engine), from its counts, findings and fairness tests; `scratch`,
@@ -598,11 +643,12 @@ def summarize(started: datetime, log: ingest.Log, bet_log: ingest.Log | None, na
     period = {"first_dealt_at": rounds["first_dealt"], "last_dealt_at": rounds["last_dealt"]}
     summary = {
         "schema_version": SCHEMA_VERSION,
-        "run_id": uuid.uuid4().hex,
+        "run_id": run_id,  # also on every row of findings.parquet
         "tool": {"name": "baccarat-audit", "version": __version__},
         "command": list(options.command) if options.command else None,
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": None,
+        "as_of": (options.as_of or started).astimezone(UTC).isoformat(timespec="seconds"),
         "period": None if period["first_dealt_at"] is None else
         {key: moment.isoformat().replace("+00:00", "Z") for key, moment in period.items()},
         "fail_on": sorted(options.fail_on),

@@ -142,6 +142,9 @@ def audit(
     ] = ",".join(audit_run.FAIL_ON),
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json on stdout instead of the summary.")
                        ] = False,
+    as_of: Annotated[datetime | None, typer.Option(
+        parser=_moment, metavar="TIME", help="The present for TIMESTAMP (rounds dealt later are flagged); "
+        "default the start of the run. The same log and TIME give the same outputs.")] = None,
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
@@ -161,6 +164,7 @@ def audit(
                 validate=contract_check, data_docs=data_docs and contract_check,
                 window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase, fail_on=kinds, command=tuple(sys.argv),
+                as_of=as_of,
                 selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
                 rounds, out, options, spark_master)
@@ -316,11 +320,14 @@ def generate(
         help="Rules profile of the tables (its decks too); repeat to give tables different games.")] = None,
     stacked: Annotated[list[str] | None, typer.Option(
         help="A table (e.g. T02) whose shoes favour Banker; repeatable.")] = None,
+    start: Annotated[datetime | None, typer.Option(
+        parser=_moment, metavar="TIME", help="When the first round of each table is dealt; default "
+        "2026-11-01T18:00Z, or whole days earlier where the play would run past the present.")] = None,
 ) -> None:
     """Deal shoe-faithful rounds into a round log, with faults injected at FAULT_RATE."""
     try:
         log = generator.generate(rounds, seed, fault_rate, tables, tuple(profile or [profiles.DEFAULT]),
-                                 with_bets=bets, stacked=tuple(stacked or ()))
+                                 with_bets=bets, stacked=tuple(stacked or ()), start=start)
         paths = generator.write(log, out)
     except InputError as error:
         raise _fail(error) from None

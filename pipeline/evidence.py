@@ -46,7 +46,7 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
         taken = taken.append(least.collect()["at"])
     # In log order: the evidence below lists checks in the order they first occur.
     first = (indexed.filter(pl.col("at").is_in(taken.implode())).collect().sort("at")
-             .select("check", pl.exclude("at", "check")))
+             .select("check", pl.exclude("at", "check", "run_id")))  # the run's id is summary.json's
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]

@@ -48,11 +48,21 @@ def _with_parameters(kwargs: dict, window: Window) -> dict:
             for key, value in kwargs.items()}
 
 
+@dataclass(frozen=True)
+class Counted:
+    """What an audit counted of a log's contract on its way, so that the log is not read again for it:
+    `singles`, `Singles.count` of each piece of the log (None: not counted); `copies`, for a column
+    whose values the suite expects unique, every row whose value may repeat (the rows whose id key
+    repeats, `audit._copies`: each value's rows in one part), with `log_row`, their order in the log."""
+
+    singles: list[dict] | None
+    copies: dict[str, list[pl.LazyFrame]]
+
+
 def evaluate(subjects: list[Subject], window: Window = Window(),
-             counted: dict[str, list[dict]] | None = None) -> dict[str, dict]:
+             counted: dict[str, Counted] | None = None) -> dict[str, dict]:
     """Each subject's suite evaluated on its rows; returns what `contract.validate` returns, by contract
-    name. `counted`: by contract name, what `Singles.count` gave on each piece of that log during the
-    audit's one read of it, so that its pieces are not read again for them."""
+    name. `counted`: by contract name, what the audit counted on its way (`Counted`)."""
     results = {}
     for subject in subjects:
         name = subject.contract_name
@@ -60,14 +70,17 @@ def evaluate(subjects: list[Subject], window: Window = Window(),
         runnable, skipped = expectations_of(name, present, window)
         outcomes = {}
         single = Singles.of(name, subject.present, window)
+        on_the_way = (counted or {}).get(name, Counted(None, {}))
         if single.flags:
-            pieces = (counted or {}).get(name)
+            pieces = on_the_way.singles
             if pieces is None:
                 pieces = [single.count(ingest.collect(subject.label, [piece])[0]) for piece in subject.pieces]
             outcomes |= single.added_up(pieces)
         for index, expectation in runnable:
             if is_unique(expectation):
-                outcomes[index] = _unique(subject, column_of(expectation))
+                column = column_of(expectation)
+                outcomes[index] = (_unique_among(subject, column, on_the_way.copies[column])
+                                   if column in on_the_way.copies else _unique(subject, column))
             elif expectation["type"] == "expect_table_columns_to_match_set":
                 wanted = set(expectation["kwargs"]["column_set"])
                 exact = expectation["kwargs"].get("exact_match", True)
@@ -147,6 +160,19 @@ class Singles:
             results[index] = {"success": unexpected == 0, "unexpected_count": unexpected, "element_count": rows,
                               "examples": kept_short(as_read(examples, kinds[column]["kind"]))}
         return results
+
+
+def _unique_among(subject: Subject, column: str, copies: list[pl.LazyFrame]) -> dict:
+    """A uniqueness expectation judged among `copies` (see `Counted`), a part at a time: the rows whose
+    value is on another row too; the first of them, in log order, as examples."""
+    unexpected, first = 0, []
+    for part in copies:
+        repeated = ingest.collect(subject.label, [part.filter(pl.len().over(column) > 1).select(column, "log_row")])[0]
+        unexpected += repeated.height
+        first.append(repeated.sort("log_row").head(EXAMPLES))
+    examples = pl.concat(first).sort("log_row").head(EXAMPLES)[column].to_list() if first else []
+    return {"success": unexpected == 0, "unexpected_count": unexpected, "element_count": subject.rows,
+            "examples": kept_short(examples)}
 
 
 def _unique(subject: Subject, column: str) -> dict:

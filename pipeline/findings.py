@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.checks import CHECKS, Check
+from pipeline.timestamps import timestamp
 
 #: Where a finding sits: carried from the round log into every finding.
 #: `source` says which log `source_row` counts in: "rounds" or "bets"; `source_file` which file of it.
@@ -38,6 +39,16 @@ def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -
         for order, check in chosen
     ]
     return pl.concat(per_check).cast(FINDINGS_SCHEMA)
+
+
+def published(found: pl.LazyFrame, run_id: str) -> pl.LazyFrame:
+    """Findings as findings.parquet holds them: the run's id first, then each finding's place typed
+    (`hand_no` a whole number, `dealt_at` a UTC time; null where the log's text is neither, which the
+    finding's own `recorded` and `detail` then quote) and its texts. Inside a run they stay text."""
+    return found.select(
+        pl.lit(run_id).alias("run_id"), *PLACE_COLUMNS, "check", "expected", "recorded", "detail"
+    ).with_columns(hand_no=pl.col("hand_no").str.strip_chars().cast(pl.Int64, strict=False),
+                   dealt_at=timestamp(pl.col("dealt_at")))
 
 
 def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -73,8 +73,10 @@ def deal_coup(shoe: list[int], at: int, wrong: str | None) -> tuple[list[int], l
 
 def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
              profile_names: tuple[str, ...] = (profiles.DEFAULT,), with_bets: bool = False,
-             stacked: tuple[str, ...] = ()) -> Log:
-    """`rounds` coups over `tables` tables (T01, T02, ...), each dealing shoe after shoe.
+             stacked: tuple[str, ...] = (), start: datetime | None = None) -> Log:
+    """`rounds` coups over `tables` tables (T01, T02, ...), each dealing shoe after shoe from `start`
+    (UTC). Without a start, from START, or whole days earlier where that play would run past the
+    present: a generated log is dealt before it is audited (TIMESTAMP flags rounds after the present).
 
     Table k plays under `profile_names[k % len(profile_names)]` (its decks, its `profile` column).
     A table named in `stacked` favours Banker: half of its Player wins are dealt again from the shoe,
@@ -86,7 +88,7 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
     for table in range(1, tables + 1):
         table_id = f"T{table:02d}"
         profile = profiles.load(profile_names[(table - 1) % len(profile_names)])
-        clock, dealt, shoe_no = START, 0, 0
+        clock, dealt, shoe_no = _naive_utc(start) if start else START, 0, 0
         while dealt < per_table and len(log.rows) < rounds:
             shoe_no += 1
             shoe = new_shoe(rng, profile.decks)
@@ -126,7 +128,24 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
                 one_more = at >= cut  # the cut card is out: finish, then deal one more coup
             clock += timedelta(seconds=SHUFFLE_SECONDS)
     _unsettleable_bets(log)
+    if start is None:
+        _before_now(log)
     return log
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _before_now(log: Log) -> None:
+    """Every dealt_at of `log` moved back by the whole days that put its last round before the present."""
+    last = max((datetime.fromisoformat(row["dealt_at"][:-1]) for row in log.rows), default=START)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    if last < now:
+        return
+    back = timedelta(days=(last - now).days + 1)
+    for row in log.rows:
+        row["dealt_at"] = (datetime.fromisoformat(row["dealt_at"][:-1]) - back).isoformat() + "Z"
 
 
 def _replayed(player: list[int], banker: list[int]) -> coup.Replay:

@@ -4,7 +4,8 @@
   and cancelled cards count too when the log lists them (`burn_cards`, `cancelled_cards`).
 - SHOE_SEQUENCE: a hand_no that is not a number, repeated, or missing (a gap, or a shoe that does not
   start at 1), and a shoe that deals more cards than it holds.
-- TIMESTAMP: dealt_at unreadable, later than the start of the run, or earlier than the hand before it
+- TIMESTAMP: dealt_at unreadable, later than the audit's present (`--as-of`, by default the start of
+  the run), or earlier than the hand before it
   in the same shoe (which is also how a hand_no out of order against dealt_at shows).
 
 Each check needs certain columns (and CARD_COUNT needs suits); `requirements` says which ran.
@@ -31,7 +32,8 @@ MEANINGS = {
     "CARD_COUNT": "A card (rank and suit) appears more often in one shoe than the shoe's decks hold.",
     "SHOE_SEQUENCE": "Within a shoe, a hand_no is missing, repeated or not a number, or the shoe deals "
                      "more cards than it holds.",
-    "TIMESTAMP": "dealt_at is unreadable, later than the run, or earlier than the hand before it in the shoe.",
+    "TIMESTAMP": "dealt_at is unreadable, later than the audit's present (--as-of), or earlier than the hand "
+                 "before it in the shoe.",
 }
 NEEDS = {"CARD_COUNT": ("shoe_id",), "SHOE_SEQUENCE": ("shoe_id", "hand_no"), "TIMESTAMP": ("dealt_at",)}
 EXTRA_CARDS = ("burn_cards", "cancelled_cards")  # space-separated card lists, when the log has them
@@ -316,7 +318,8 @@ def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteUp]:
-    """TIMESTAMP findings: unreadable, in the future of the run, or going `backwards` within a shoe."""
+    """TIMESTAMP findings: unreadable, later than `run_started` (the audit's present), or going
+    `backwards` within a shoe."""
     at = pl.col("dealt_utc")
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
     return [
@@ -326,7 +329,8 @@ def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteU
             where=pl.col("dealt_at").is_not_null() & at.is_null()),
         _WriteUp(lambda rounds: _finding(
             rounds, "TIMESTAMP", pl.format("before {}", started.dt.to_string("%Y-%m-%dT%H:%M:%SZ")),
-            pl.col("dealt_at"), pl.format("dealt_at {} is later than the start of this run.", pl.col("dealt_at"))),
+            pl.col("dealt_at"), pl.format("dealt_at {} is later than the present of this audit ({}).",
+                                          pl.col("dealt_at"), started.dt.to_string("%Y-%m-%dT%H:%M:%SZ"))),
             where=at > started),
         _WriteUp(lambda rounds: _finding(
             rounds, "TIMESTAMP", pl.format("not before {}", pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ")),

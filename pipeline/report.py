@@ -62,7 +62,9 @@ def _chart(svg: str) -> str:
 
 
 def _over_time(findings: pl.LazyFrame) -> str:
-    dated = findings.select(at=timestamp(pl.col("dealt_at"))).drop_nulls()
+    dealt_at = pl.col("dealt_at")  # a UTC time; text in the findings of versions before summary schema 3
+    typed = findings.collect_schema()["dealt_at"] != pl.String
+    dated = findings.select(at=dealt_at if typed else timestamp(dealt_at)).drop_nulls()
     first, last = dated.select(first=pl.col("at").min(), last=pl.col("at").max()).collect().row(0)
     if first is None:
         return '<p class="muted">No finding carries a readable dealt_at: no chart over time.</p>'
@@ -95,22 +97,46 @@ def _outcome_chart(tests: pl.DataFrame) -> str:
     return _chart(svg) + note
 
 
+BET_CHECKS = ("SETTLEMENT", "DUPLICATE_BET")
+
+
 def _verdict(summary: dict) -> str:
-    flagged = sum(summary["findings"].values())
-    bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
+    """The first thing on the page: what was found, counted apart for rounds and bets, and what the
+    audit did not look at (checks skipped and why, bets not given), so that a clean run claims no more
+    than was checked; the tables flagged for fairness and the period covered."""
+    round_findings = sum(n for check, n in summary["findings"].items() if check not in BET_CHECKS)
+    bet_findings = sum(n for check, n in summary["findings"].items() if check in BET_CHECKS)
     unmet = [role for role, c in summary.get("contract", {}).items() if not c["success"]]
     quarantined = summary["rows_quarantined"] + summary.get("bets_quarantined", 0)
-    if not (flagged or quarantined or unmet):  # the state, not the exit code, which `--fail-on` may relax
+    tables = summary.get("fairness", {}).get("tables_flagged", [])
+    skipped = {check: state.removeprefix("skipped: ") for check, state in summary["checks"].items()
+               if state.startswith("skipped")}
+    period = summary.get("period")
+    covered = (f" Rounds dealt from {period['first_dealt_at']} to {period['last_dealt_at']}." if period else "")
+    limits = []
+    if skipped:
+        ran = len(summary["checks"]) - len(skipped)
+        limits.append(f"{ran} of {len(summary['checks'])} checks ran; skipped: "
+                      + "; ".join(f"{check} ({why})" for check, why in skipped.items()))
+    if "bets_read" not in summary:
+        limits.append("bets not audited (no bet log was given)")
+    limits_text = ("<br>Not checked: " + _e(". ".join(limits)) + ".") if limits else ""
+    if not (round_findings or bet_findings or quarantined or unmet or tables):  # the state, not the exit code
+        bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
+        checked = "dealt, totalled, recorded" + (" and paid" if "bets_read" in summary else "")
         return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{bets} were audited '
-                "and every one was dealt, totalled, recorded and paid by the book; nothing was quarantined.</p>")
-    parts = [f"{flagged:,} findings on {summary['rounds_flagged']:,} rounds"]
-    if summary.get("bets_flagged"):
-        parts.append(f"{summary['bets_flagged']:,} bets wrongly paid")
+                f"and every check that ran found each one {checked} by the book; nothing was quarantined."
+                f"{_e(covered)}{limits_text}</p>")
+    parts = [f"{round_findings:,} round findings on {summary['rounds_flagged']:,} rounds"]
+    if "bets_read" in summary:
+        parts.append(f"{bet_findings:,} bet findings ({summary['bets_flagged']:,} bets wrongly paid)")
     if quarantined:
         parts.append(f"{quarantined:,} rows quarantined")
     if unmet:
         parts.append(f"input contract not met ({', '.join(unmet)})")
-    return f'<p class="verdict flagged">Not clean: {"; ".join(parts)}.</p>'
+    if tables:
+        parts.append(f"fairness: table{'s' if len(tables) > 1 else ''} {', '.join(tables)} flagged")
+    return (f'<p class="verdict flagged">Not clean: {_e("; ".join(parts))}.{_e(covered)}{limits_text}</p>')
 
 
 def _provenance(summary: dict) -> str:
@@ -160,10 +186,12 @@ def _headline(summary: dict) -> str:
 
 def _explanation(entry: dict) -> str:
     explained = entry.get("explanation")
-    parts = [f"<p><b>{_e(entry['check'])}</b> — row {_e(entry['source_row'])} of the {_e(entry['source'])} log, "
-             f"round <code>{_e(entry['round_id'])}</code>"
-             + (f", bet <code>{_e(entry['bet_id'])}</code>" if entry.get("bet_id") else "")
-             + (f", table {_e(entry['table_id'])}" if entry.get("table_id") else "") + "</p>",
+    # A table's finding (TABLE_STATS) is on no row and no round: it names its table alone.
+    place = [f"row {_e(entry['source_row'])} of the {_e(entry['source'])} log"] if entry.get("source_row") else []
+    place += [f"round <code>{_e(entry['round_id'])}</code>"] if entry.get("round_id") else []
+    place += [f"bet <code>{_e(entry['bet_id'])}</code>"] if entry.get("bet_id") else []
+    place += [f"table {_e(entry['table_id'])}"] if entry.get("table_id") else []
+    parts = [f"<p><b>{_e(entry['check'])}</b> — {', '.join(place)}</p>",
              f"<p>{_e(entry['detail'])}</p>",
              f"<p>Expected <b>{_e(entry['expected'])}</b>, recorded <b>{_e(entry['recorded'])}</b>.</p>"]
     if explained:

@@ -42,7 +42,7 @@ from pipeline import audit as polars_engine
 from pipeline import contract, evidence, fairness, ingest, integrity, owned, profiles, settlement, stored
 from pipeline.checks import DUPLICATE, PER_ROUND
 from pipeline.errors import InputError, first_line
-from pipeline.findings import FINDINGS_SCHEMA, in_log_order, round_findings
+from pipeline.findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
 from pipeline.selection import Selection
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
@@ -429,13 +429,15 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
         # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
         opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)
+    run_id = polars_engine.run_id_of(options, [log, *([bet_log] if bet_log else [])])
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
     with polars_engine.staging_in(out_dir, polars_engine.outputs_of(options)) as staging:
         spark = session(master)
         try:
-            names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, staging)
+            names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, run_id,
+                                                               staging)
         except BaseException:
             # The error that ended the run is the one to report, even when the session cannot then be
             # stopped cleanly. (A stop by signal does not pass here: `stops` ends the process.)
@@ -444,7 +446,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
             raise
         spark.stop()
         findings = stored.scan(staging / "findings.parquet")
-        summary = polars_engine.summarize(started, log, bet_log, names, counted, findings, tests, options,
+        summary = polars_engine.summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
                                           staging / "flagged")
         summary["tool"]["engine"] = "spark"
         if validated is not None:
@@ -457,7 +459,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
 
 
 def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_engine.Options, started: datetime,
-         staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
+         run_id: str, staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
     """Every check on Spark: writes findings.parquet, fairness.parquet and the quarantines into `staging`
     (and the contract's Data Docs), and returns the profiles used, the counts the summary needs, the
     table level's fairness tests (`audit.fairness_tests`), the rows the evidence explains and the
@@ -492,7 +494,8 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
         shoes = text.repartition(_partitions(spark, rows), "shoe_id")
         starts_cut = options.selection.since is not None
-        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, started, starts_cut),
+        present = options.as_of or started
+        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, present, starts_cut),
                                    _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
         if levels:
@@ -510,7 +513,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     if tests is not None:
         found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
-    found.write_parquet(staging / "findings.parquet")
+    published(found.lazy(), run_id).collect().write_parquet(staging / "findings.parquet")
     validated = None
     if options.validate:
         views = {"round_log": _view(text, log.columns, "round_log")}

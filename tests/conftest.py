@@ -4,6 +4,7 @@ the property tests' settings."""
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import settings, strategies as st
 
@@ -22,6 +23,11 @@ amount_like = st.one_of(
     st.from_regex(r"[0-9]{1,13}(\.[0-9]{0,5})?", fullmatch=True),
     st.text(alphabet="0123456789.-+e ,١٠", max_size=18),  # signs, exponents, separators, Arabic-Indic digits
 )
+
+
+def output(path: Path) -> pl.DataFrame:
+    """An output of a run as tests compare it with another run's: without the run's own id."""
+    return pl.read_parquet(path, glob=False).drop("run_id", strict=False)
 
 
 @pytest.fixture(scope="session")

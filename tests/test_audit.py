@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from conftest import ASSETS
+from conftest import ASSETS, output
 from datetime import UTC, datetime
 
 from pipeline import audit, generate, ingest, parts
@@ -23,7 +23,7 @@ QUICK = audit.Options(validate=False)  # the contract has tests of its own (test
 
 
 def _findings(out):
-    return pl.read_parquet(out / "findings.parquet")
+    return output(out / "findings.parquet")
 
 
 def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
@@ -261,7 +261,7 @@ def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format,
     cut = audit.audit(faulted_log[file_format], tmp_path / "cut", QUICK)
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
-        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
+        assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name))
     # Expected counts are summed in a fixed order (fairness.group_counts): equal to the last bit.
     assert_frame_equal(pl.read_parquet(tmp_path / "whole" / "fairness.parquet"),
                        pl.read_parquet(tmp_path / "cut" / "fairness.parquet"), check_exact=True)
@@ -280,7 +280,7 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
     assert whole.summary["rows_read"] == cut.summary["rows_read"] == expected > 0
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
-        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name))
+        assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name))
 
 
 @pytest.mark.parametrize("quarantined", [0, 2])
@@ -305,7 +305,7 @@ def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(fault
     # Counted at once in one, a part of the rows at a time in the other (more findings than a piece).
     assert whole.summary["rounds_flagged"] == cut.summary["rounds_flagged"] < sum(cut.summary["findings"].values())
     for name in ("findings.parquet", "quarantine.parquet"):
-        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
+        assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name)), name
 
 
 def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_path, monkeypatch):
@@ -321,7 +321,7 @@ def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_
     assert whole.summary["findings"]["CARD_COUNT"] > 20 * shoes
     assert whole.summary["findings"] == cut.summary["findings"]
     for name in ("findings.parquet", "quarantine.parquet"):
-        assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / "cut" / name)), name
+        assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name)), name
 
 
 @pytest.mark.parametrize("plans", [None, 2])
@@ -350,7 +350,7 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
     cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
     assert cut.summary["findings"] == whole.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
-        found = [pl.read_parquet(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
+        found = [output(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
                  for out in ("whole", "cut")]
         assert found[0].equals(found[1]), name
     # Each file's rows in row order, the files by name, across the pieces they were sorted in.
@@ -398,7 +398,7 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
     bets = pl.read_csv(data / "bets.csv", infer_schema=False)
     assert narrowed.summary["bets_read"] == bets.filter(of_t01).height < whole.summary["bets_read"]
     for name in ("bets_quarantine.parquet", "findings.parquet"):
-        found = {out: pl.read_parquet(tmp_path / out / name).filter(pl.col("bet_id").is_not_null())
+        found = {out: output(tmp_path / out / name).filter(pl.col("bet_id").is_not_null())
                  for out in ("whole", "t01")}
         assert found["t01"].height and found["t01"].equals(found["whole"].filter(of_t01)), name
     assert narrowed.summary["contract"]["bets"]["expectations"][1]["element_count"] == narrowed.summary["bets_read"]
@@ -531,8 +531,8 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
     assert counted == {named["rows_read"]}  # every staged piece read back by the contract
     assert (tmp_path / "out[1]" / "contract" / "index.html").is_file()
     for name in ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet"):
-        kept = pl.read_parquet(tmp_path / "out[1]" / name, glob=False)  # read as a pattern, it would be out1's
-        assert kept.equals(pl.read_parquet(tmp_path / "plain" / name)), name
+        kept = output(tmp_path / "out[1]" / name)  # read as a pattern, it would be out1's
+        assert kept.equals(output(tmp_path / "plain" / name)), name
     assert (tmp_path / "out[1]" / "report.html").read_text().count("<h2>") == (
         tmp_path / "plain" / "report.html").read_text().count("<h2>")
 
@@ -546,3 +546,24 @@ def test_a_library_that_cannot_be_preloaded_prints_nothing_in_the_background():
               "print('decimal' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
+
+
+def test_findings_are_typed_and_carry_the_run_id(tmp_path):
+    """A scheduler loads findings.parquet as it is: rows and hands as integers, dealt_at as a UTC time,
+    each finding with the run_id of summary.json; a hand_no or dealt_at the log spelt wrong is null
+    there, and quoted by the finding that says so."""
+    rounds = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False).with_columns(
+        hand_no=pl.when(pl.int_range(pl.len()) == 30).then(pl.lit("3rd")).otherwise("hand_no"),
+        dealt_at=pl.when(pl.int_range(pl.len()) == 40).then(pl.lit("yesterday")).otherwise("dealt_at"))
+    rounds.write_csv(tmp_path / "rounds.csv")
+    result = audit.audit(tmp_path / "rounds.csv", tmp_path / "out", QUICK)
+    found = pl.read_parquet(tmp_path / "out" / "findings.parquet")
+    assert {"run_id": pl.String, "source_row": pl.UInt32, "hand_no": pl.Int64,
+            "dealt_at": pl.Datetime("us", "UTC")}.items() <= dict(found.schema).items()
+    assert found["run_id"].unique().to_list() == [result.summary["run_id"]]
+    spelt = found.filter(pl.col("source_row") == 31, pl.col("check") == "SHOE_SEQUENCE")
+    assert spelt["hand_no"].to_list() == [None] and spelt["recorded"].to_list() == ["3rd"]
+    unreadable = found.filter(pl.col("source_row") == 41, pl.col("check") == "TIMESTAMP")
+    assert unreadable["dealt_at"].to_list() == [None] and "yesterday" in unreadable["detail"][0]
+    first = found.filter(pl.col("source") == "rounds", pl.col("dealt_at").is_not_null()).row(0, named=True)
+    assert first["dealt_at"].strftime("%Y-%m-%dT%H:%M:%SZ") == rounds["dealt_at"][first["source_row"] - 1]

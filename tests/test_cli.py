@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -502,9 +503,41 @@ def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path
     done = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["schema_version"] == 2 and len(summary["run_id"]) == 32
+    assert summary["schema_version"] == 3 and len(summary["run_id"]) == 32
+    assert summary["as_of"] == summary["started_at"]  # no --as-of: the present is the start of the run
     assert summary["command"][1:] == args and summary["finished_at"] >= summary["started_at"]
     dealt = pl.read_csv(SAMPLE / "rounds.csv", infer_schema=False)["dealt_at"].sort()
     assert summary["period"] == {"first_dealt_at": dealt[0], "last_dealt_at": dealt[-1]}
     again = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["run_id"] != summary["run_id"], again.stderr
+
+
+def test_as_of_is_the_present_of_the_audit_and_fixes_its_outputs(tmp_path):
+    """Rounds dealt after --as-of are TIMESTAMP findings, and none before it; the same log audited
+    twice with the same --as-of gives the same outputs, byte for byte."""
+    dealt = run("generate", "--rounds", "120", "--seed", "5", "--fault-rate", "0.05", "--bets",
+                "--start", "2030-01-01T00:00:00Z", "--out", tmp_path / "log")
+    assert dealt.exit_code == 0, dealt.output
+    log, bets = tmp_path / "log" / "rounds.csv", tmp_path / "log" / "bets.csv"
+    before = run("audit", log, "--bets", bets, "--out", tmp_path / "before", "--as-of", "2029-12-31")
+    summary = json.loads((tmp_path / "before" / "summary.json").read_text())
+    assert before.exit_code == 1 and summary["as_of"] == "2029-12-31T00:00:00+00:00"
+    assert summary["findings"]["TIMESTAMP"] >= 120  # every round, and the faults' own
+    later = pl.read_parquet(tmp_path / "before" / "findings.parquet").filter(pl.col("check") == "TIMESTAMP")
+    assert later["detail"].str.contains("later than the present of this audit (2029-12-31T00:00:00Z)", literal=True).sum() == 120
+    for out in ("after", "again"):
+        assert run("audit", log, "--bets", bets, "--out", tmp_path / out, "--as-of", "2031-01-01").exit_code == 1
+    summary = json.loads((tmp_path / "after" / "summary.json").read_text())
+    assert 0 < summary["findings"]["TIMESTAMP"] < 20  # the faults only: hands dealt before the one before
+    for name in ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
+                 "evidence.json"):
+        assert (tmp_path / "after" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+
+
+def test_a_generated_log_is_dealt_before_the_present(tmp_path):
+    """A log too long for its tables to have played it since 2026-11-01 ends before the present."""
+    assert run("generate", "--rounds", "20000", "--tables", "1", "--out", tmp_path).exit_code == 0
+    audited = run("audit", tmp_path / "rounds.csv", "--out", tmp_path / "out", "--no-contract")
+    assert audited.exit_code == 0, audited.output
+    last = pl.read_csv(tmp_path / "rounds.csv")["dealt_at"].max()
+    assert "2026-11-01" < last < datetime.now(UTC).isoformat()

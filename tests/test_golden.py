@@ -36,9 +36,10 @@ def _logs(file_format: str, folder: Path) -> tuple[Path, Path]:
 
 
 def _comparable(frame: pl.DataFrame) -> pl.DataFrame:
-    """Outputs as text, with each file named by its name alone (the same for either format)."""
+    """Outputs as text, with each file named by its name alone (the same for either format), without
+    the run's id (a new one each run)."""
     named = frame.with_columns(pl.col("source_file").str.extract(r"([^/]+)\.(csv|parquet)$", 1))
-    return named.select(pl.all().cast(pl.String))
+    return named.select(pl.exclude("run_id").cast(pl.String))
 
 
 def _fairness(out: Path) -> pl.DataFrame:

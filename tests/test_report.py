@@ -139,3 +139,39 @@ def test_the_report_renders_in_headless_chromium(sample_audit, tmp_path):
     taken = subprocess.run([CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", url],
                            capture_output=True, text=True, timeout=120)
     assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
+
+
+def _verdict(out: Path) -> str:
+    return re.search(r'<p class="verdict[^>]*>(.*?)</p>', (out / "report.html").read_text()).group(1)
+
+
+def test_a_clean_verdict_names_what_was_not_checked(tmp_path):
+    """A log of the required columns only, without bets: clean, but the checks that could not run and
+    the bets are named as not checked, and nothing is claimed paid."""
+    from pipeline import generate
+    paths = generate.write(generate.generate(300, seed=4), tmp_path / "log")
+    required = ["round_id", *(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))]
+    pl.read_csv(paths["csv"], infer_schema=False).select(required).write_csv(tmp_path / "bare.csv")
+    result = audit.audit(tmp_path / "bare.csv", tmp_path / "out")
+    verdict = _verdict(tmp_path / "out")
+    skipped = [check for check, state in result.summary["checks"].items() if state.startswith("skipped")]
+    assert result.exit_code == 0 and len(skipped) >= 6
+    assert verdict.startswith("Clean run: all 300 rounds were audited") and "and paid" not in verdict
+    assert f"{len(result.summary['checks']) - len(skipped)} of {len(result.summary['checks'])} checks ran" in verdict
+    assert all(check in verdict for check in skipped) and "bets not audited (no bet log was given)" in verdict
+
+
+def test_the_verdict_counts_rounds_and_bets_apart_and_names_unfair_tables(tmp_path):
+    from pipeline import generate
+    paths = generate.write(generate.generate(8000, seed=3, fault_rate=0.01, with_bets=True, stacked=("T02",)),
+                           tmp_path / "log")
+    result = audit.audit(paths["csv"], tmp_path / "out", audit.Options(bets=paths["bets_csv"]))
+    found = result.summary["findings"]
+    rounds = sum(n for check, n in found.items() if check not in ("SETTLEMENT", "DUPLICATE_BET"))
+    verdict = _verdict(tmp_path / "out")
+    assert result.summary["fairness"]["tables_flagged"] == ["T02"] and found["SETTLEMENT"] > 0
+    assert f"{rounds:,} round findings on " in verdict and f"{found['SETTLEMENT']:,} bet findings" in verdict
+    assert "fairness: table T02 flagged" in verdict and "Rounds dealt from 2026-11-01T18:00:00Z to " in verdict
+    page = (tmp_path / "out" / "report.html").read_text()
+    card = re.search(r"<b>TABLE_STATS</b> — ([^<]*)</p>", page).group(1)
+    assert card == "table T02"

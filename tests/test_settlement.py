@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS, amount_like
+from conftest import ASSETS, amount_like, output
 from pipeline import audit, bets, explain, generate, ingest, parts, profiles, settlement
 from pipeline.errors import InputError
 
@@ -246,7 +246,7 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
             assert whole.summary[key] == other.summary[key], key
     for name in ("findings.parquet", "bets_quarantine.parquet"):
         for other in ("cut", "bucketed"):
-            assert pl.read_parquet(tmp_path / "whole" / name).equals(pl.read_parquet(tmp_path / other / name)), name
+            assert output(tmp_path / "whole" / name).equals(output(tmp_path / other / name)), name
 
 
 # Property-based: amounts, money text and chip rounding have far too many values to enumerate, so
