@@ -29,6 +29,7 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 import polars as pl
+from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
 from pipeline import cards, lines, owned
@@ -471,6 +472,61 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
     )
 
 
+class LineStarts:
+    """Where each line of a file begins, in bytes, found by scanning on from the nearest line already
+    found: spans asked for in order cost one pass over the file in all. (Polars skips rows by parsing
+    them, so a file read a span at a time from its start cost the square of its length: 10M rounds in
+    50 spans, 16 s against 3 s in 10.)"""
+
+    CHUNK = 1 << 22
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.found = path, {0: 0}
+
+    def __call__(self, line: int) -> int:
+        """The offset of `line` (0 the first), or the file's length when it has fewer lines."""
+        at = max(known for known in self.found if known <= line)
+        offset = self.found[at]
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            while at < line:
+                chunk = handle.read(self.CHUNK)
+                if not chunk:
+                    break
+                ends = chunk.count(b"\n")
+                if at + ends < line:
+                    at, offset = at + ends, offset + len(chunk)
+                    continue
+                end = -1
+                for _ in range(line - at):
+                    end = chunk.index(b"\n", end + 1)
+                at, offset = line, offset + end + 1
+        self.found[line] = offset
+        return offset
+
+
+def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, count: int | None) -> pl.LazyFrame:
+    """Lines `first` to `first + count` of a CSV file as `csv_records` reads them, the bytes of the span
+    read when the frame is collected (a polars IO source: `pl.defer` lost the rows of a frame asked
+    for no column, as a row count or a row index asks)."""
+    schema = {**dict.fromkeys(names, pl.String), "malformed": pl.String}
+
+    def span(columns: list[str] | None, predicate: pl.Expr | None, rows: int | None, _: int | None
+             ) -> Iterator[pl.DataFrame]:
+        begin = starts(first)
+        end = None if count is None else starts(first + count)
+        with source.open("rb") as handle:
+            handle.seek(begin)
+            text = handle.read(-1 if end is None else end - begin)
+        records = csv_records(text, names) if text else pl.LazyFrame(schema=schema)
+        if predicate is not None:
+            records = records.filter(predicate)
+        if columns is not None:
+            records = records.select(columns or names[:1])  # one column keeps the rows' count
+        yield (records if rows is None else records.head(rows)).collect()
+    return register_io_source(span, schema=schema)
+
+
 def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
     """CSV rows with a reason added to `malformed` for each `checked` column holding bytes that are not
     UTF-8 (read as U+FFFD)."""
@@ -553,8 +609,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             dtypes = {name: pl.String for name in names}
             stored_rows = footer = None
 
+            starts = LineStarts(source)
+
             def read(start: int, count: int | None) -> pl.LazyFrame:
-                return csv_records(source, header, 1 + start, count)
+                return csv_span(source, starts, header, 1 + start, count)
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
