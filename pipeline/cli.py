@@ -21,7 +21,7 @@ from pipeline import generate as generator
 from pipeline import contract, fairness, ingest, profiles, progress, settlement, stops
 from pipeline import report as report_page
 from pipeline import odds as exact_odds
-from pipeline.errors import EXIT_CANNOT_RUN, EXIT_FAILED, InputError, failure
+from pipeline.errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
 from pipeline.selection import Selection
 from pipeline.shown import shown
 
@@ -271,7 +271,8 @@ def explain(
     mapping: MappingOption = None,
     bets_mapping: BetsMappingOption = None,
 ) -> None:
-    """Replay one round step by step and set each recorded value beside the replayed one."""
+    """Replay one round step by step and set each recorded value beside the replayed one. Exit 0: the
+    round agrees with the procedure; 1: it has a finding or is quarantined; 2: could not run."""
     try:
         profiles.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, _mapping(mapping))
@@ -306,6 +307,7 @@ def explain(
     else:
         text = "\n\n".join(explain_round.render(e) for e in explained + rejected)
         typer.echo("\n".join(shown(line, ERROR_CHARS) for line in text.split("\n")))
+    raise typer.Exit(EXIT_FLAGGED if explain_round.found_anything(explained + rejected) else EXIT_CLEAN)
 
 
 @app.command()

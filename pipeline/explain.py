@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from pipeline import bets, cards, ingest, profiles, tableau
 from pipeline.settlement import money_str, parse_amount
-from pipeline.coup import replay
+from pipeline.coup import Replay, replay
 
 
 def _listed(values: frozenset[int]) -> str:
@@ -76,7 +76,9 @@ def explain(row: dict) -> dict:
         "round_id": row["round_id"],
         "source_file": row["source_file"],
         "source_row": row["source_row"],
+        **{field: row.get(field) for field in PLACE},
         "profile": row["profile"],
+        "by_the_procedure": by_the_procedure(coup),
         "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
         "replay": coup.__dict__,
         "facts": bets.facts(
@@ -87,6 +89,35 @@ def explain(row: dict) -> dict:
         "steps": steps,
         "comparisons": comparisons,
     }
+
+
+#: Where the round was dealt, as the log records it: the header of an explanation.
+PLACE = ("table_id", "shoe_id", "hand_no", "dealt_at")
+
+
+def by_the_procedure(coup: Replay) -> dict:
+    """What the procedure would have produced, where the recorded cards decide it: a natural drawn to
+    ends at the natural; a third card dealt against the tableau is taken away, when the other hand's
+    duty then needs no card the log does not hold. Otherwise it cannot be known (a card that should
+    have been drawn was never recorded, or which card a hand would have received depends on how the
+    house corrects a misdeal). `known` False, or the totals and result (`same` when they are the
+    recorded cards' own)."""
+    player, banker = coup.player_final, coup.banker_final
+    if coup.natural:
+        player, banker = coup.player_opening, coup.banker_opening
+    elif coup.player_drew != coup.player_must_draw:
+        if coup.player_must_draw or tableau.banker_draws(coup.player_opening, coup.banker_opening, None):
+            return {"known": False, "why": "Player " + ("should have drawn and did not" if coup.player_must_draw
+                    else "drew against the tableau, and Banker, facing Player's two cards, would have drawn a card "
+                    "the log does not record")}
+        player, banker = coup.player_opening, coup.banker_opening
+    elif coup.banker_drew != coup.banker_must_draw:
+        if coup.banker_must_draw:
+            return {"known": False, "why": "Banker should have drawn and did not"}
+        banker = coup.banker_opening
+    result = tableau.result(player, banker)
+    return {"known": True, "player": player, "banker": banker, "result": result,
+            "same": (player, banker) == (coup.player_final, coup.banker_final)}
 
 
 def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
@@ -189,15 +220,44 @@ def note_bet_copies(settled: list[dict], places: list[dict]) -> None:
                              f"({', '.join(rows)}); the audit flags every copy.")
 
 
+def procedure_text(produced: dict) -> str:
+    """`by_the_procedure` as a sentence of the explanation."""
+    if not produced["known"]:
+        return f"By the procedure: cannot be known ({produced['why']})."
+    if produced["same"]:
+        return "By the procedure: the same totals and result as the recorded cards."
+    outcome = "a tie" if produced["result"] == "TIE" else f"{produced['result'].lower()} wins"
+    return (f"By the procedure the coup would have ended Player {produced['player']}, Banker {produced['banker']}: "
+            f"{outcome}; the recorded cards give another result or totals.")
+
+
+def found_anything(explained: list[dict]) -> bool:
+    """Whether the rows of a round (explanations, and quarantined rows) hold a finding: a quarantined
+    row, a copy of the round_id, a recorded value or draw against the replay, a bet paid otherwise than
+    due or a copy of a bet_id. (Findings across rounds, of its shoe or table, need the whole log.)"""
+    for explanation in explained:
+        if "quarantined" in explanation or "copies" in explanation:
+            return True
+        if any(compared["agrees"] is False for compared in explanation.get("comparisons", [])):
+            return True
+        if any(bet.get("agrees") is False or "copies" in bet for bet in explanation.get("bets", [])):
+            return True
+    return False
+
+
 def render(explanation: dict) -> str:
     """The explanation (or a quarantined row's reason) as plain text for a terminal."""
     lines = [f"Round {explanation['round_id']} ({explanation['source_file']}, row {explanation['source_row']})"]
     if "quarantined" in explanation:
         lines[0] += f" is quarantined: {explanation['quarantined']}"
     else:
+        placed = [f"{field.split('_')[0].replace('dealt', 'dealt at')} {explanation[field]}" for field in PLACE
+                  if explanation.get(field) is not None]
+        lines.append("  " + ", ".join([*placed, f"profile {explanation['profile']}"]))
         if "copies" in explanation:
             lines.append(f"  {explanation['copies']}")
         lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
+        lines.append(f"  {procedure_text(explanation['by_the_procedure'])}")
         lines.append("  Recorded against replayed:")
     for c in explanation.get("comparisons", []):
         mark = {True: "ok", False: "MISMATCH", None: "not recorded"}[c["agrees"]]

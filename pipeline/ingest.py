@@ -612,6 +612,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             starts = LineStarts(source)
 
             def read(start: int, count: int | None) -> pl.LazyFrame:
+                # The whole file by polars' own reader, which stops early for a few rows; a span by its bytes.
+                if (start, count) == (0, None):
+                    return csv_records(source, header, 1)
                 return csv_span(source, starts, header, 1 + start, count)
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "

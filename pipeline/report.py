@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import charts, fairness, ingest, integrity, owned, settlement, stored
+from pipeline import charts, explain, fairness, ingest, integrity, owned, settlement, stored
 from pipeline.checks import CHECKS
 from pipeline.errors import InputError, first_line
 from pipeline.shown import shown
@@ -196,6 +196,8 @@ def _explanation(entry: dict) -> str:
              f"<p>Expected <b>{_e(entry['expected'])}</b>, recorded <b>{_e(entry['recorded'])}</b>.</p>"]
     if explained:
         parts.append("<ol>" + "".join(f"<li>{_e(step)}</li>" for step in explained["steps"]) + "</ol>")
+        if "by_the_procedure" in explained:  # not in the evidence of versions before it
+            parts.append(f"<p>{_e(explain.procedure_text(explained['by_the_procedure']))}</p>")
         parts.append(_table(["field", "replayed", "recorded", "agrees"],
                             [[c["field"], c["replayed"], c["recorded"] or "—",
                               {True: "yes", False: "NO", None: "not recorded"}[c["agrees"]]]

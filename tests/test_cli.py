@@ -228,7 +228,7 @@ def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(
 
 def test_explain_walks_the_tableau_and_compares_recorded_values():
     result = run("explain", ASSETS / "mixed_notation.csv", "R2")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # a finding: Banker stood against the tableau
     text = result.output
     assert "Opening cards in deal order: Player KS (0), Banker 10C (0), Player 5H (5), Banker 4D (4)." in text
     assert "the tableau row for Banker 4 applies: Banker draws when Player's third card counts 2, 3, 4, 5, 6, 7" in text
@@ -245,7 +245,8 @@ def test_explain_json_shows_every_copy_of_a_duplicate_and_quarantined_rows():
     assert explained[1]["copies"] == (f"DUPLICATE_ROUND: round_id R1 is on 2 replayable rows of the log ({log} row 1, "
                                       f"{log} row 10); the audit flags every copy.")
     text = run("explain", ASSETS / "mixed_notation.csv", "R1").output
-    assert text.startswith(f"Round R1 ({log}, row 1)\n  {explained[0]['copies']}\n  1. Opening cards"), text
+    header = f"Round R1 ({log}, row 1)\n  profile standard\n"
+    assert text.startswith(f"{header}  {explained[0]['copies']}\n  1. Opening cards"), text
     quarantined = json.loads(run("explain", ASSETS / "mixed_notation.csv", "R9", "--json").output)
     assert quarantined == [{"round_id": "R9", "source_file": log, "source_row": 9,
                             "quarantined": "player_card_3 'ZZ' is not a card"}]
@@ -326,7 +327,7 @@ def test_generate_again_into_its_folder_leaves_no_file_of_the_earlier_log(tmp_pa
 
 def test_explain_settles_each_bet_of_the_round():
     result = run("explain", ASSETS / "mixed_notation.csv", "R3", "--bets", ASSETS / "mixed_notation_bets.csv")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # findings: the outcome recorded, and bet B4 paid wrong
     assert "Bet B4:\n    BANKER bet under standard: win.\n" in result.output
     assert "Stake 10.01 x 1.95 = 19.5195." in result.output
     assert "Expected 19.50, paid 20.00: WRONG." in result.output
@@ -541,3 +542,45 @@ def test_a_generated_log_is_dealt_before_the_present(tmp_path):
     assert audited.exit_code == 0, audited.output
     last = pl.read_csv(tmp_path / "rounds.csv")["dealt_at"].max()
     assert "2026-11-01" < last < datetime.now(UTC).isoformat()
+
+
+@pytest.mark.parametrize("round_id, code", [("R10", 0), ("R2", 1), ("R5", 1), ("R1", 1), ("R9", 1)])
+def test_explain_exits_1_when_the_round_has_a_finding(round_id, code):
+    """R10 is by the book; R2 drew against the tableau, R5 recorded another result, R1 is on two rows,
+    R9 is quarantined: what the audit finds of each (and its exit code when they are all its log)."""
+    assert run("explain", ASSETS / "mixed_notation.csv", round_id).exit_code == code
+    assert run("explain", ASSETS / "mixed_notation.csv", round_id, "--json").exit_code == code
+
+
+def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
+    """A natural drawn to ends at the natural; a card dealt against the tableau is taken away when the
+    other hand then needs no card the log lacks; a card never dealt cannot be known."""
+    log = _write(tmp_path / "rounds.csv", "\n".join([
+        "round_id,table_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+        "player_card_3,banker_card_3,outcome",
+        "NATURAL,T1,S1,1,2026-11-01T18:00:00Z,5H,2S,3D,2C,2H,,BANKER",  # Player's 8 against 4, drawn to
+        "PLAYER_STOOD_ON_7,T1,S1,2,2026-11-01T18:01:00Z,3H,3S,4D,4C,2H,,PLAYER",  # 7 against 7, Player drew
+        "BANKER_WOULD_DRAW,T1,S1,3,2026-11-01T18:02:00Z,3H,2S,4D,2C,2H,,PLAYER",  # Player drew on 7, Banker 4
+        "BANKER_DREW,T1,S1,4,2026-11-01T18:03:00Z,10H,10S,6D,7C,,5H,PLAYER",  # Banker drew on 7
+        "NEVER_DEALT,T1,S1,5,2026-11-01T18:04:00Z,10H,10S,2D,7C,,,BANKER",  # Player stood on 2
+        "BY_THE_BOOK,T1,S1,6,2026-11-01T18:05:00Z,10H,10S,6D,7C,,,BANKER",
+    ]) + "\n")
+    expected = {
+        "NATURAL": {"known": True, "player": 8, "banker": 4, "result": "PLAYER", "same": False},
+        "PLAYER_STOOD_ON_7": {"known": True, "player": 7, "banker": 7, "result": "TIE", "same": False},
+        "BANKER_DREW": {"known": True, "player": 6, "banker": 7, "result": "BANKER", "same": False},
+        "BY_THE_BOOK": {"known": True, "player": 6, "banker": 7, "result": "BANKER", "same": True},
+    }
+    for round_id in ("NATURAL", "PLAYER_STOOD_ON_7", "BANKER_WOULD_DRAW", "BANKER_DREW", "NEVER_DEALT", "BY_THE_BOOK"):
+        done = run("explain", log, round_id, "--json")
+        (explained,) = json.loads(done.output)
+        assert done.exit_code == (0 if round_id == "BY_THE_BOOK" else 1), round_id
+        assert explained["by_the_procedure"]["known"] is (round_id in expected), round_id
+        if round_id in expected:
+            assert explained["by_the_procedure"] == expected[round_id], round_id
+        assert (explained["table_id"], explained["shoe_id"]) == ("T1", "S1")
+    text = run("explain", log, "NATURAL").output
+    assert "  table T1, shoe S1, hand 1, dealt at 2026-11-01T18:00:00Z, profile standard\n" in text
+    assert "By the procedure the coup would have ended Player 8, Banker 4: player wins" in text
+    assert "By the procedure: cannot be known (Player should have drawn and did not)." in run(
+        "explain", log, "NEVER_DEALT").output
