@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -130,8 +131,10 @@ def _verdict(summary: dict) -> str:
     parts = [f"{round_findings:,} round findings on {summary['rounds_flagged']:,} rounds"]
     if "bets_read" in summary:
         parts.append(f"{bet_findings:,} bet findings ({summary['bets_flagged']:,} bets wrongly paid)")
-    if quarantined:
-        parts.append(f"{quarantined:,} rows quarantined")
+    if summary["rows_quarantined"]:
+        parts.append(f"{summary['rows_quarantined']:,} rows of the round log quarantined")
+    if summary.get("bets_quarantined"):
+        parts.append(f"{summary['bets_quarantined']:,} bets quarantined")
     if unmet:
         parts.append(f"input contract not met ({', '.join(unmet)})")
     if tables:
@@ -309,7 +312,7 @@ def render(out_dir: Path) -> str:
                     if by_table.height else "")
                  + _over_time(findings))
     try:
-        return _page(out_dir, summary, evidence, drawn)
+        return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"])))
     except KeyError as missing:  # a summary written by another version of the tool
         raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
                          "audit the log again") from None
@@ -318,8 +321,47 @@ def render(out_dir: Path) -> str:
                          f"({first_line(error) or type(error).__name__}); audit the log again") from None
 
 
-def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> str:
+def _by_table(out_dir: Path, findings: pl.LazyFrame, codes: list[str]) -> str:
+    """Findings per table and check (in the order of `codes`, summary.json's), with their rate per 1,000
+    of the table's rounds (from the fairness tests, which count every table's rounds): where a table's
+    trouble lies, at a glance."""
+    if not (out_dir / "fairness.parquet").exists():
+        return ""
+    rounds = dict(stored.scan(out_dir / "fairness.parquet").filter(pl.col("level") == "table")
+                  .group_by("group").agg(pl.col("rounds").first()).collect().iter_rows())
+    counts = findings.filter(pl.col("table_id").is_not_null()).group_by("table_id", "check").len().collect()
+    if not counts.height:
+        return ""
+    checks = [check for check in (*codes, *sorted(set(counts["check"]) - set(codes))) if check in set(counts["check"])]
+    found = {(table, check): n for table, check, n in counts.iter_rows()}
+    tables = sorted({table for table, _ in found}, key=lambda t: (-sum(found.get((t, c), 0) for c in checks), t))
+    rows = []
+    for table in tables[:MOST_TABLES]:
+        dealt = rounds.get(table)
+        cells = [("" if not found.get((table, c)) else f"{found[(table, c)]:,}"
+                  + ("" if not dealt else f" ({1000 * found[(table, c)] / dealt:.1f})")) for c in checks]
+        rows.append([shown(table), "" if dealt is None else f"{dealt:,}", *cells])
+    note = ("" if len(tables) <= MOST_TABLES else
+            f'<p class="muted">The {MOST_TABLES} tables with the most findings of {len(tables)}; all are in findings.parquet.</p>')
+    return ("<h2>Findings by table and check</h2><p>Count, and in brackets per 1,000 of the table's rounds.</p>"
+            + _table(["table", "rounds", *checks], rows, set(range(1, len(checks) + 2))) + note)
+
+
+def _with_contents(sections: str) -> str:
+    """The sections, each heading given an anchor, after a list of links to them."""
+    titles = re.findall(r"<h2>([^<]+)</h2>", sections)
+    anchors = {title: re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") for title in titles}
+    linked = re.sub(r"<h2>([^<]+)</h2>", lambda m: f'<h2 id="{anchors[m.group(1)]}">{m.group(1)}</h2>', sections)
+    contents = "".join(f'<li><a href="#{anchors[t]}">{t}</a></li>' for t in titles)
+    return f'<nav class="contents"><b>Contents</b><ol>{contents}</ol></nav>' + linked
+
+
+def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str, by_table: str) -> str:
     inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
+    sections = (_provenance(summary) + _headline(summary)
+                + (f"<h2>Findings at a glance</h2>{drawn}" if drawn else "") + by_table
+                + _checks(summary, evidence) + _fairness_section(out_dir, summary)
+                + _contract(out_dir, summary) + _quarantine(out_dir, summary))
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Punto banco audit: {_e(inputs)}</title><style>{STYLE}</style></head><body>"
@@ -327,10 +369,7 @@ def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str) -> st
         + f"<h1>Punto banco audit of {_e(inputs)}</h1>"
         + f'<p class="muted">Started {_e(summary["started_at"])} by {_e(summary["tool"]["name"])} '
           f'{_e(summary["tool"]["version"])}.</p>'
-        + _provenance(summary) + _headline(summary)
-        + (f"<h2>Findings at a glance</h2>{drawn}" if drawn else "")
-        + _checks(summary, evidence) + _fairness_section(out_dir, summary)
-        + _contract(out_dir, summary) + _quarantine(out_dir, summary)
+        + _with_contents(sections)
         + "</body></html>\n"
     )
 

@@ -175,3 +175,20 @@ def test_the_verdict_counts_rounds_and_bets_apart_and_names_unfair_tables(tmp_pa
     page = (tmp_path / "out" / "report.html").read_text()
     card = re.search(r"<b>TABLE_STATS</b> — ([^<]*)</p>", page).group(1)
     assert card == "table T02"
+
+
+def test_the_report_has_contents_and_findings_by_table_and_check(sample_audit):
+    """Every section is linked from a contents list; a table x check matrix counts each table's
+    findings and their rate per 1,000 of its rounds, as findings.parquet and fairness.parquet hold them."""
+    page = (sample_audit / "report.html").read_text()
+    sections = re.findall(r'<h2 id="([^"]+)">', page)
+    assert {"provenance", "headline", "findings-by-table-and-check", "checks", "fairness", "quarantine"} <= set(sections)
+    assert re.findall(r'<li><a href="#([^"]+)">', page) == sections
+    findings = pl.read_parquet(sample_audit / "findings.parquet")
+    table, check = findings.filter(pl.col("table_id").is_not_null()).group_by("table_id", "check").len().sort(
+        "len", "table_id", "check", descending=[True, False, False]).row(0)[:2]
+    count = findings.filter((pl.col("table_id") == table) & (pl.col("check") == check)).height
+    rounds = pl.read_parquet(sample_audit / "fairness.parquet").filter(
+        (pl.col("level") == "table") & (pl.col("group") == table))["rounds"][0]
+    matrix = page.split('id="findings-by-table-and-check"')[1].split("<h2")[0]
+    assert f"{count:,} ({1000 * count / rounds:.1f})" in matrix and f">{table}<" in matrix
