@@ -11,8 +11,10 @@ leaves the previous result whole, and a re-run replaces it.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
+import socket
 import uuid
 from contextlib import contextmanager
 from functools import cache, partial
@@ -72,6 +74,15 @@ def _sha256(path: Path, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
+def run_by() -> dict[str, str | None]:
+    """Who ran the audit, for the report's sign-off: the account and the machine (None where unknown)."""
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no login name and no password entry (a bare container)
+        user = None
+    return {"user": user, "host": socket.gethostname() or None}
+
+
 def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
     """A new id for each run; with `as_of`, the id of what was audited as of then: the same inputs (by
     SHA-256), options and present give the same id, as they give the same outputs."""
@@ -101,7 +112,7 @@ def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
 
 #: What a run can be flagged for; `Options.fail_on` chooses which of them set exit code 1.
 FAIL_ON = ("findings", "quarantine", "contract")
-#: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of
+#: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of, run_by
 #: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time).
 SCHEMA_VERSION = 3
 
@@ -646,6 +657,7 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
         "run_id": run_id,  # also on every row of findings.parquet
         "tool": {"name": "baccarat-audit", "version": __version__},
         "command": list(options.command) if options.command else None,
+        "run_by": run_by(),
         "started_at": started.isoformat(timespec="seconds"),
         "finished_at": None,
         "as_of": (options.as_of or started).astimezone(UTC).isoformat(timespec="seconds"),

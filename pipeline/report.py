@@ -312,7 +312,8 @@ def render(out_dir: Path) -> str:
                     if by_table.height else "")
                  + _over_time(findings))
     try:
-        return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"])))
+        return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"])),
+                     _flagged_rounds(findings))
     except KeyError as missing:  # a summary written by another version of the tool
         raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
                          "audit the log again") from None
@@ -347,6 +348,47 @@ def _by_table(out_dir: Path, findings: pl.LazyFrame, codes: list[str]) -> str:
             + _table(["table", "rounds", *checks], rows, set(range(1, len(checks) + 2))) + note)
 
 
+FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in findings.parquet
+
+
+def _flagged_rounds(findings: pl.LazyFrame) -> str:
+    """Every flagged row of the round log with its checks, in log order, folded away: the first
+    FLAGGED_SHOWN of them on the page, all of them in findings.parquet beside it."""
+    rows = (findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+            .group_by("source_file", "source_row", maintain_order=True)
+            .agg(pl.col("round_id", "table_id").first(), pl.col("check").unique(maintain_order=True).str.join(", ")))
+    total = rows.select(pl.len()).collect().item()
+    if not total:
+        return ""
+    listed = rows.head(FLAGGED_SHOWN).collect()
+    more = ("" if total <= FLAGGED_SHOWN else
+            f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in findings.parquet.</p>')
+    table = _table(["file", "row", "round", "table", "checks"],
+                   [[Path(r["source_file"]).name, r["source_row"], shown(r["round_id"]), shown(r["table_id"] or ""),
+                     r["check"]] for r in listed.iter_rows(named=True)], {1})
+    return (f"<h2>Flagged rounds</h2><details><summary>{total:,} rows of the round log with a finding"
+            f"</summary>{table}{more}</details>")
+
+
+def _sign_off(summary: dict) -> str:
+    """What a reviewer signs: which run (tool, run id, command, who ran it and where, when, the present
+    it judged against), of what (each input's SHA-256) under which rules (each profile file's)."""
+    who = summary.get("run_by") or {}
+    rows = [["tool", f"{summary['tool']['name']} {summary['tool']['version']}"],
+            ["run id", summary.get("run_id", "")],
+            ["command", " ".join(summary.get("command") or [])],
+            ["run by", f"{who.get('user') or 'unknown'} on {who.get('host') or 'unknown'}"],
+            ["started, finished", f"{summary['started_at']}, {summary.get('finished_at') or ''}"],
+            ["as of (--as-of)", summary.get("as_of", "")]]
+    rows += [[f"input ({i['role']})", f"{i['path']}: SHA-256 {i['sha256']}"] for i in summary["inputs"]]
+    rows += [["rules", f"{path}: SHA-256 {sha}"] for files in summary["rules"]["profiles"].values()
+             for path, sha in files.items()]
+    rows += [["contract", f"{path}: SHA-256 {sha}"] for path, sha in summary["rules"]["contract"].items()]
+    return ("<h2>Sign-off</h2>" + _table(["", ""], rows)
+            + '<p class="signature">Reviewed by: ______________________ &nbsp; Date: ____________ '
+              "&nbsp; Signature: ______________________</p>")
+
+
 def _with_contents(sections: str) -> str:
     """The sections, each heading given an anchor, after a list of links to them."""
     titles = re.findall(r"<h2>([^<]+)</h2>", sections)
@@ -356,12 +398,12 @@ def _with_contents(sections: str) -> str:
     return f'<nav class="contents"><b>Contents</b><ol>{contents}</ol></nav>' + linked
 
 
-def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str, by_table: str) -> str:
+def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str, by_table: str, flagged: str) -> str:
     inputs = ", ".join(Path(i["path"]).name for i in summary["inputs"])
     sections = (_provenance(summary) + _headline(summary)
                 + (f"<h2>Findings at a glance</h2>{drawn}" if drawn else "") + by_table
-                + _checks(summary, evidence) + _fairness_section(out_dir, summary)
-                + _contract(out_dir, summary) + _quarantine(out_dir, summary))
+                + _checks(summary, evidence) + flagged + _fairness_section(out_dir, summary)
+                + _contract(out_dir, summary) + _quarantine(out_dir, summary) + _sign_off(summary))
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Punto banco audit: {_e(inputs)}</title><style>{STYLE}</style></head><body>"

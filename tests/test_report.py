@@ -192,3 +192,15 @@ def test_the_report_has_contents_and_findings_by_table_and_check(sample_audit):
         (pl.col("level") == "table") & (pl.col("group") == table))["rounds"][0]
     matrix = page.split('id="findings-by-table-and-check"')[1].split("<h2")[0]
     assert f"{count:,} ({1000 * count / rounds:.1f})" in matrix and f">{table}<" in matrix
+
+
+def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_audit):
+    page = (sample_audit / "report.html").read_text()
+    summary = json.loads((sample_audit / "summary.json").read_text())
+    flagged = page.split('id="flagged-rounds"')[1].split("<h2")[0]
+    assert f"<summary>{summary['rounds_flagged']:,} rows of the round log with a finding</summary>" in flagged
+    assert flagged.count("<tr>") == summary["rounds_flagged"] + 1  # and the header
+    sign_off = page.split('id="sign-off"')[1]
+    assert summary["run_id"] in sign_off and summary["as_of"] in sign_off
+    assert summary["run_by"]["host"] and summary["run_by"]["host"] in sign_off
+    assert all(i["sha256"] in sign_off for i in summary["inputs"]) and "Reviewed by:" in sign_off
