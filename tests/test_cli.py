@@ -584,3 +584,16 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
     assert "By the procedure the coup would have ended Player 8, Banker 4: player wins" in text
     assert "By the procedure: cannot be known (Player should have drawn and did not)." in run(
         "explain", log, "NEVER_DEALT").output
+
+
+@pytest.mark.parametrize("round_id", ["R1", "R2", "R3", "R4", "R9", "R10"])
+def test_explain_json_follows_its_published_schema(round_id):
+    """schemas/explain.schema.json is what `explain --json` promises a script: replayed rows, copies,
+    bets and quarantined rows alike."""
+    import jsonschema
+
+    schema = json.loads((ASSETS.parent.parent / "schemas" / "explain.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    done = run("explain", ASSETS / "mixed_notation.csv", round_id, "--bets", ASSETS / "mixed_notation_bets.csv",
+               "--json")
+    jsonschema.validate(json.loads(done.output), schema, cls=jsonschema.Draft202012Validator)
