@@ -186,6 +186,7 @@ class _Read:
     the fairness cells (`fairness.observed_counts`) and the contract's counts (`expectations.Singles`)."""
 
     tallies: list[pl.DataFrame]
+    levels: list[str]  # the fairness levels the log has (none when the checks across rounds are off)
     fairness: list[pl.DataFrame]
     contract: list[dict]
 
@@ -199,7 +200,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
-    read, rows = _Read([], [], []), 0
+    read, rows = _Read([], levels, [], []), 0
     pieces = list(log.pieces(min(READ_ROWS, PIECE_ROWS)))  # a staged file is never more than a piece
     for i, piece in enumerate(pieces):
         options.on_phase("reading and checking each round", i, len(pieces))
@@ -272,12 +273,11 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{k:06d}.parquet")
         ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{k:06d}.parquet")
     # DUPLICATE_BET beside them: a bet_id's copies may sit in different parts of the round_ids.
-    # Each bet numbered in log order (`log_row`): the contract's examples of a repeated bet_id come first first.
-    keyed, before = [], 0
-    for piece, rows in zip(bet_pieces, ingest.collect(bet_log.path, [piece.select(pl.len()) for piece in bet_pieces])):
-        keyed.append(piece.with_row_index("log_row", offset=before).filter(pl.col("bet_id").is_not_null())
-                     .with_columns(bet_key=id_key(pl.col("bet_id"))))
-        before += rows.item()
+    # Each bet given its place in log order (`log_row`: its piece above its row in the piece), for the
+    # contract's first examples of a repeated bet_id.
+    keyed = [piece.with_row_index("log_row").with_columns(log_row=pl.col("log_row").cast(pl.UInt64) + (i << 32))
+             .filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
+             for i, piece in enumerate(bet_pieces)]
     copies = _copies(keyed, "bet_key", run, bet_log.path, "bet_copies")
     for k, of_part in enumerate(copies):
         run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(of_part.drop("log_row")),
@@ -464,8 +464,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if bet_log is not None:
         bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
         counted |= bet_counts
-    if read.fairness:
-        counted["fairness"] = fairness.add_up(read.fairness, [c for c in fairness.LEVELS if c in log.columns])
+    if read.levels:
+        counted["fairness"] = fairness.add_up(read.fairness, read.levels)
     return counted, copies
 
 

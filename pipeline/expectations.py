@@ -126,8 +126,9 @@ class Singles:
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
         it), each flag's count and its first unexpected values. A column of a small set of values
-        (cards, totals, outcomes) is judged on its distinct values, each counted once with the rows
-        where it first appears: in a log of millions of rounds they are a few hundred."""
+        (cards, totals, outcomes) is judged on its distinct values with their counts (in a log of
+        millions of rounds they are a few hundred); its rows are read for examples only when one is
+        unexpected."""
         kinds = {c: spec["kind"] for c, spec in ingest.contract(self.contract_name)["meta"]["columns"].items()}
         counted: dict[str, object] = {"rows": rows.height}
         by_row = {i: c for i, c in self.columns.items() if kinds[c] not in SET_KINDS}
