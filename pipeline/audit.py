@@ -16,6 +16,7 @@ import hashlib
 import json
 import socket
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache, partial
 from dataclasses import dataclass
@@ -195,37 +196,54 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
     replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
     fairness cells and contract counts taken, and its rows staged for the checks across rounds, the
-    bets and the evidence. `log_row` numbers the rows of the log as read."""
+    bets and the evidence. `log_row` numbers the rows of the log as read.
+
+    A piece's frame is taken apart (`_take_apart`) on a thread of its own while the next piece is
+    read: the two overlap, and no more than two pieces are held at once."""
     for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     read, rows = _Read([], levels, [], []), 0
     pieces = list(log.pieces(min(READ_ROWS, PIECE_ROWS)))  # a staged file is never more than a piece
-    for i, piece in enumerate(pieces):
-        options.on_phase("reading and checking each round", i, len(pieces))
-        frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows), options.profile)])[0]
-        rows += frame.height
-        ingest.write_parquet(frame, staging / STAGED / f"{i:06d}.parquet", **STAGING_PARQUET)
-        replayable = frame.lazy().filter(pl.col("reject").is_null())
-        queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
-                   "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND))}
-        if levels:
-            queries["fairness"] = fairness.observed_counts(replayable, levels)
-        done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
-        # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
-        done["findings"] = round_findings(done["flagged"].rechunk().lazy(), PER_ROUND).collect()
-        ingest.write_parquet(done["quarantine"], staging / "quarantine.pieces" / f"{i:06d}.parquet")
-        ingest.write_parquet(done["findings"], staging / "findings.rounds" / f"{i:06d}.parquet")
-        read.tallies.append(done["tallies"])
-        if levels:
-            read.fairness.append(done["fairness"])
-        if singles is not None:
-            read.contract.append(singles.count(frame))
+    with ThreadPoolExecutor(max_workers=1) as behind:
+        taken = None
+        for i, piece in enumerate(pieces):
+            options.on_phase("reading and checking each round", i, len(pieces))
+            frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
+                                                       options.profile)])[0]
+            rows += frame.height
+            if taken is not None:
+                taken.result()  # a failure there is raised here
+            taken = behind.submit(_take_apart, frame, f"{i:06d}", log, staging, singles, read)
+        if taken is not None:
+            taken.result()
     require_rows(log, rows)
     ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
         staging / "quarantine.parquet", lazy=True)])
     return read
+
+
+def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
+                read: _Read) -> None:
+    """One piece's parsed and replayed rows (see `_read_once`) staged as `name`, its quarantine and
+    per-round findings written, its counts, fairness cells and contract counts added to `read`."""
+    ingest.write_parquet(frame, staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+    replayable = frame.lazy().filter(pl.col("reject").is_null())
+    queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
+               "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND))}
+    if read.levels:
+        queries["fairness"] = fairness.observed_counts(replayable, read.levels)
+    done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
+    # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
+    done["findings"] = round_findings(done["flagged"].rechunk().lazy(), PER_ROUND).collect()
+    ingest.write_parquet(done["quarantine"], staging / "quarantine.pieces" / f"{name}.parquet")
+    ingest.write_parquet(done["findings"], staging / "findings.rounds" / f"{name}.parquet")
+    read.tallies.append(done["tallies"])
+    if read.levels:
+        read.fairness.append(done["fairness"])
+    if singles is not None:
+        read.contract.append(singles.count(frame))
 
 
 def require_rows(log: ingest.Log, rows: int) -> None:

@@ -8,8 +8,9 @@ import polars as pl
 def same_id(an_id: pl.Expr) -> pl.Expr:
     """An id (a round_id, a bet_id) as ids are compared: in Unicode NFKC, without format characters
     (zero-width, BOM, bidi controls), so that copies that differ only invisibly are one id. Only ids
-    with a character outside ASCII are normalised: the others are already as compared."""
-    return (pl.when(an_id.str.contains(r"[^\x00-\x7f]"))
+    with a character outside ASCII are normalised: the others are already as compared. (A character
+    outside ASCII is more than one byte of UTF-8: comparing lengths is a tenth of a regex's cost.)"""
+    return (pl.when(an_id.str.len_bytes() != an_id.str.len_chars())
             .then(an_id.str.normalize("NFKC").str.replace_all(r"\p{Cf}", "")).otherwise(an_id))
 
 
