@@ -25,10 +25,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import audit, coup, generate, ingest, integrity
-from pipeline.checks import PER_ROUND
-from pipeline.replay import replay
-from pipeline.selection import Selection
+from baccarat_audit import run, coup, generate, ingest, integrity
+from baccarat_audit.checks import PER_ROUND
+from baccarat_audit.replay import replay
+from baccarat_audit.selection import Selection
 
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
 #: An investigator's question: one table on one night (of the nine nights the generated rounds span).
@@ -107,7 +107,7 @@ def row_by_row(path: Path) -> int:
     """What an analyst would write first: read the rows, parse each card, replay each coup in Python and
     compare its draws, totals and result with the log's. Returns the rounds it flags: those the audit's
     per-round checks flag (rows with an unreadable card are skipped, as the audit quarantines them)."""
-    from pipeline import cards
+    from baccarat_audit import cards
 
     spellings = ingest.outcome_spellings()
     columns = [*integrity.DEAL_ORDER, "player_total", "banker_total", "outcome"]
@@ -129,7 +129,7 @@ def bare_replay(path: Path) -> int:
     totals and result, look each card up, replay, compare, count. Nothing trimmed, quarantined,
     written or explained. Its time against the bare read bounds what any such audit can reach here.
     Returns the rounds it flags, which `row_by_row` flags too (rows with an unreadable card are skipped)."""
-    from pipeline import cards
+    from baccarat_audit import cards
 
     codes = {c: cards.parse_expr(pl.col(c)) for c in integrity.DEAL_ORDER}
     readable = pl.all_horizontal(
@@ -237,27 +237,27 @@ def one(task: str, path: Path, out: Path) -> dict:
     elif task == "duckdb":
         flagged = duckdb_peer(path, out / "peer.parquet")
     elif task == "core":  # the per-round checks and DUPLICATE_ROUND, no contract, shoes or fairness
-        audit.audit(path, out, audit.Options(validate=False, across_rounds=False))
+        run.audit(path, out, run.Options(validate=False, across_rounds=False))
     elif task == "no-contract":
-        audit.audit(path, out, audit.Options(validate=False))
+        run.audit(path, out, run.Options(validate=False))
     elif task == "audit":  # the default: contract, report and every check
-        audit.audit(path, out)
+        run.audit(path, out)
     elif task == "audit-csv":
-        audit.audit(as_csv(path), out)
+        run.audit(as_csv(path), out)
     elif task == "nightly":  # the nightly job: the default audit with the bets settled and their contract
-        audit.audit(path, out, audit.Options(bets=bets))
+        run.audit(path, out, run.Options(bets=bets))
     elif task == "read-trimmed":  # the log as every check reads it: text trimmed, empty text null
         ingest.scan(path, "round_log").frame.collect()
     elif task == "replayed":  # each piece parsed and replayed in memory, as the one read does, nothing else
         with ingest.one_row_group_ahead():
-            for i, piece in enumerate(ingest.scan(path, "round_log").pieces(audit.PIECE_ROWS)):
-                audit.prepared(piece.with_row_index("log_row", offset=i * audit.PIECE_ROWS), "standard").collect()
+            for i, piece in enumerate(ingest.scan(path, "round_log").pieces(run.PIECE_ROWS)):
+                run.prepared(piece.with_row_index("log_row", offset=i * run.PIECE_ROWS), "standard").collect()
     elif task == "every-round-found":  # findings as many as rounds: does the peak grow with them?
-        audit.audit(every_round_found(path), out, audit.Options(validate=False))
+        run.audit(every_round_found(path), out, run.Options(validate=False))
     elif task == "nightly-files":  # the same rounds in a file per table per night
-        audit.audit(nightly_files(path), out, audit.Options(validate=False))
+        run.audit(nightly_files(path), out, run.Options(validate=False))
     elif task == "one-night":
-        audit.audit(path, out, audit.Options(validate=False, selection=ONE_NIGHT))
+        run.audit(path, out, run.Options(validate=False, selection=ONE_NIGHT))
     elif task == "bare-replay":
         flagged = bare_replay(path)
     elif task == "row-by-row":

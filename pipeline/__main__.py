@@ -25,14 +25,14 @@ for _stopping in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 
 import sys  # noqa: E402 (after the handler, on purpose)
 
-from pipeline import stops  # noqa: E402
-from pipeline.errors import EXIT_FAILED, failure  # noqa: E402
+from . import stops  # noqa: E402
+from .errors import EXIT_FAILED, failure  # noqa: E402
 
 
 def main() -> None:
     stops.install(EXIT_CANNOT_RUN)
     try:
-        from pipeline.cli import main as run  # imported after, for the reason above
+        from .cli import main as run  # imported after, for the reason above
     except Exception as error:
         print(f"error: {failure(error)}", file=sys.stderr)
         sys.exit(EXIT_FAILED)

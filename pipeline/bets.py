@@ -18,8 +18,8 @@ from functools import cache, reduce
 
 import polars as pl
 
-from pipeline import profiles, tableau
-from pipeline.profiles import Profile
+from . import profiles, tableau
+from .profiles import Profile
 
 #: Facts of a finished coup that settle bets (see `facts_expr` for how each is computed).
 FACTS = ("result", "player_final", "banker_final", "player_cards", "banker_cards", "natural",

@@ -15,7 +15,7 @@ import itertools
 
 import polars as pl
 
-from pipeline.lookup import lookup
+from .lookup import lookup
 
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUITS = ("S", "H", "D", "C")

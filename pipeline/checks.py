@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline import cards, ingest, tableau
-from pipeline.ids import copies_detail, same_id
-from pipeline.lookup import lookup
+from . import cards, ingest, tableau
+from .ids import copies_detail, same_id
+from .lookup import lookup
 
 _CARD_NAMES = {code: cards.name(code) for code in set(cards.SPELLINGS.values())}
 

@@ -14,16 +14,14 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from pipeline import __version__
-from pipeline import audit as audit_run
-from pipeline import explain as explain_round
-from pipeline import generate as generator
-from pipeline import contract, fairness, ingest, profiles, progress, settlement, stops
-from pipeline import report as report_page
-from pipeline import odds as exact_odds
-from pipeline.errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
-from pipeline.selection import Selection
-from pipeline.shown import shown
+from . import __version__, api as library, contract, exact_odds, fairness, ingest, profiles, progress, settlement, stops
+from . import explanation as explain_round
+from . import generate as generator
+from . import report as report_page
+from . import run as audit_run
+from .errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
+from .selection import Selection
+from .shown import shown
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -254,7 +252,7 @@ def validate(
 
 
 def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, master: str) -> audit_run.Result:
-    from pipeline import spark
+    from . import spark
 
     spark.require()
     profiles.load(options.profile)
@@ -274,40 +272,16 @@ def explain(
     """Replay one round step by step and set each recorded value beside the replayed one. Exit 0: the
     round agrees with the procedure; 1: it has a finding or is quarantined; 2: could not run."""
     try:
-        profiles.load(profile)
-        rows = ingest.rows_for_round(rounds, "round_log", round_id, _mapping(mapping))
-        bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, _mapping(bets_mapping)) if bets else []
-        bet_ids = sorted({row["bet_id"] for row in bet_rows if row["bet_id"] is not None})
-        bet_places = ingest.places_of(bets, "bet_log", "bet_id", bet_ids, _mapping(bets_mapping)) if bet_ids else []
-        for row in rows:
-            row["profile"] = row["profile"] or profile
-        # Held to the profiles as the audit holds a log: an unknown one names the file and column.
-        named = pl.LazyFrame({"profile": [row["profile"] for row in rows], "malformed": [row["malformed"] for row in rows]},
-                             schema={"profile": pl.String, "malformed": pl.String})
-        audit_run.profiles_in(named, rounds, profile)
+        explained = library.explain(rounds, round_id, bets=bets, profile=profile, mapping=mapping,
+                                    bets_mapping=bets_mapping)
     except InputError as error:
         raise _fail(error) from None
-    if not rows:
-        typer.echo(f"error: {rounds}: no row has round_id {round_id!r}", err=True)
-        raise typer.Exit(EXIT_CANNOT_RUN)
-    explained = [explain_round.explain(row) for row in rows if row["reject"] is None]
-    explain_round.note_copies(explained)
-    rejected = [{"round_id": round_id, "source_file": row["source_file"], "source_row": row["source_row"],
-                 "quarantined": row["reject"]} for row in rows if row["reject"] is not None]
-    if bets:  # with each replayed row; with the first quarantined one when none was replayed
-        unsettled = explain_round.unsettled(round_id, len(explained), len(rejected))
-        for explanation in explained:
-            explanation["bets"] = explain_round.settle_bets(explanation, bet_rows, unsettled)
-        if not explained:
-            rejected[0]["bets"] = explain_round.settle_bets(rows[0], bet_rows, unsettled)
-        for explanation in explained + rejected[:1]:
-            explain_round.note_bet_copies(explanation.get("bets", []), bet_places)
     if as_json:
-        typer.echo(json.dumps(explained + rejected, indent=2))
+        typer.echo(json.dumps(explained, indent=2))
     else:
-        text = "\n\n".join(explain_round.render(e) for e in explained + rejected)
+        text = "\n\n".join(explain_round.render(e) for e in explained)
         typer.echo("\n".join(shown(line, ERROR_CHARS) for line in text.split("\n")))
-    raise typer.Exit(EXIT_FLAGGED if explain_round.found_anything(explained + rejected) else EXIT_CLEAN)
+    raise typer.Exit(EXIT_FLAGGED if explain_round.found_anything(explained) else EXIT_CLEAN)
 
 
 @app.command()
@@ -358,7 +332,7 @@ def odds(
 ) -> None:
     """Exact outcome probabilities and house edge of every bet of a profile, by full enumeration."""
     try:
-        figures = exact_odds.odds(profiles.load(profile), decks)
+        figures = library.odds(profile, decks)
     except InputError as error:
         raise _fail(error) from None
     if as_json:
@@ -377,7 +351,7 @@ def main() -> None:
     audited, and like a run stopped by a signal (`stops`, installed by `__main__`); a failure of the tool
     itself is one line too, and exit 3."""
     try:
-        with ingest.one_row_group_ahead():  # every command, `validate` too; `audit.audit` sets it itself
+        with ingest.one_row_group_ahead():  # every command, `validate` too; `run.audit` sets it itself
             code = app(standalone_mode=False)
         if code == TYPER_INTERRUPTED:  # a KeyboardInterrupt: Spark's own Ctrl-C handler, while a session starts
             typer.echo(stops.said(signal.SIGINT.name), err=True)

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import ingest, owned, parts, stops
-from pipeline.errors import InputError
-from pipeline.preload import preload as preloading
-from pipeline.settlement import amount_e4, e12_text
-from pipeline.shown import kept_short
-from pipeline.timestamps import with_timestamp
+from . import ingest, owned, parts, stops
+from .errors import InputError
+from .preload import preload as preloading
+from .settlement import amount_e4, e12_text
+from .shown import kept_short
+from .timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}

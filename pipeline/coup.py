@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline import tableau
+from . import tableau
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Evidence: the first few findings of each check, each with the step-by-step replay of its round.
 
-Gathered at the end of an audit, from the staged rounds (parsed once, see `audit`) and the bet log,
+Gathered at the end of an audit, from the staged rounds (parsed once, see `run`) and the bet log,
 and kept in `evidence.json` so that the report can be rebuilt from the output directory alone. Only a
 handful of rows per check are read, so the scalar replay (the one that explains itself) is the right
 tool here.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import explain, ingest
+from . import explanation, ingest
 
 PER_CHECK = 3
 
@@ -62,7 +62,7 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
     explained = {}
     for at, row in wanted.items():
         row["profile"] = row["profile"] or default_profile
-        explained[at] = None if row["reject"] else explain.explain(row)
+        explained[at] = None if row["reject"] else explanation.explain(row)
     by_round_id = {e["round_id"]: e for e in explained.values() if e is not None}
     # Every row of a bet's round was read (`by_id`): a void bet is flagged whatever its round's rows.
     replayed = Counter(e["round_id"] for e in explained.values() if e is not None)
@@ -76,7 +76,7 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
             bet = bet_rows[finding["source_file"], finding["source_row"]]
             round_explained = by_round_id.get(bet["round_id"])
             entry["explanation"] = round_explained
-            unsettled = explain.unsettled(bet["round_id"], replayed[bet["round_id"]], quarantined[bet["round_id"]])
-            entry["bets"] = explain.settle_bets(round_explained or {"profile": default_profile}, [bet], unsettled)
+            unsettled = explanation.unsettled(bet["round_id"], replayed[bet["round_id"]], quarantined[bet["round_id"]])
+            entry["bets"] = explanation.settle_bets(round_explained or {"profile": default_profile}, [bet], unsettled)
         evidence.setdefault(finding["check"], []).append(entry)
     return evidence

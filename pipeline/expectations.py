@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline import ingest
-from pipeline.contract import (EXAMPLES, SET_KINDS, Subject, Window, as_read, column_of, expectations_of, is_unique,
-                               set_value, view)
-from pipeline.shown import kept_short
+from . import ingest
+from .contract import (EXAMPLES, SET_KINDS, Subject, Window, as_read, column_of, expectations_of, is_unique,
+                       set_value, view)
+from .shown import kept_short
 
 #: Each expectation type the suites use about single values: kwargs -> the rows it does not expect
 #: (null where a value is missing, which GX leaves out of a column map expectation's count).
@@ -53,7 +53,7 @@ class Counted:
     """What an audit counted of a log's contract on its way, so that the log is not read again for it:
     `singles`, `Singles.count` of each piece of the log (None: not counted); `copies`, for a column
     whose values the suite expects unique, every row whose value may repeat (the rows whose id key
-    repeats, `audit._copies`: each value's rows in one part), with `log_row`, their order in the log."""
+    repeats, `run._copies`: each value's rows in one part), with `log_row`, their order in the log."""
 
     singles: list[dict] | None
     copies: dict[str, list[pl.LazyFrame]]

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from pipeline import odds
-from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
+from . import exact_odds
+from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 STATISTICS = ("banker_wins", "player_wins", "ties", "naturals", "player_pairs", "banker_pairs")
 LEVELS = ("table_id", "dealer_id", "shoe_id")
@@ -33,10 +33,10 @@ MEANING = "A table's outcome frequencies are further from the exact expectation 
 
 def probabilities(decks: int) -> dict[str, float]:
     """Exact chance per round of each statistic, for a shoe of `decks` decks."""
-    tally = odds.finishes_vectorized(decks)
+    tally = exact_odds.finishes_vectorized(decks)
     total = sum(tally.values())
-    results = odds.result_counts_from(tally)
-    pair = float(odds.pair_probability(decks))
+    results = exact_odds.result_counts_from(tally)
+    pair = float(exact_odds.pair_probability(decks))
     return {
         "banker_wins": results["BANKER"] / total,
         "player_wins": results["PLAYER"] / total,

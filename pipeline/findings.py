@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.checks import CHECKS, Check
-from pipeline.timestamps import timestamp
+from .checks import CHECKS, Check
+from .timestamps import timestamp
 
 #: Where a finding sits: carried from the round log into every finding.
 #: `source` says which log `source_row` counts in: "rounds" or "bets"; `source_file` which file of it.

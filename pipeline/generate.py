@@ -22,8 +22,8 @@ import polars as pl
 
 from decimal import Decimal
 
-from pipeline import bets, cards, coup, owned, profiles, stops, tableau
-from pipeline.settlement import money_str
+from . import bets, cards, coup, owned, profiles, stops, tableau
+from .settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
           "CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")

@@ -32,9 +32,9 @@ import polars as pl
 from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
-from pipeline import cards, lines, owned
-from pipeline.errors import InputError, OutputError, first_line
-from pipeline.selection import Selection
+from . import cards, lines, owned
+from .errors import InputError, OutputError, first_line
+from .selection import Selection
 
 #: The contracts, mappings and profiles: data, kept at the top of the checkout and shipped inside the
 #: package by a wheel (pyproject.toml maps them to pipeline/schemas), so an installed tool finds them.

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import cards, ingest, parts, stored
-from pipeline.checks import card_name
-from pipeline.findings import FINDINGS_SCHEMA, PLACE_COLUMNS
+from . import cards, ingest, parts, stored
+from .checks import card_name
+from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 CODES = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
 MEANINGS = {

@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import stops
-from pipeline.errors import InputError
+from . import stops
+from .errors import InputError
 
 MAX_LINE = 1 << 20  # bytes: the longest line a log may hold (documented in the README)
 BLOCK = 1 << 23

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.errors import InputError
+from .errors import InputError
 
 MANIFEST = ".baccarat-audit.json"
 TOOL = "baccarat-audit"

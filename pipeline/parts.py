@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import stored
+from . import stored
 
 #: The most files a frame is written into at once. Each open file holds a writer, so memory and the
 #: number of files grew with the parts.

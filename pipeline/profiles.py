@@ -13,8 +13,8 @@ from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 
-from pipeline.errors import InputError
-from pipeline.ingest import SCHEMAS
+from .errors import InputError
+from .ingest import SCHEMAS
 
 PROFILES = SCHEMAS / "profiles"
 ROUNDING_MODES = ("exact", "player", "house", "nearest")

@@ -1,7 +1,7 @@
 """A progress display for long runs: the current phase, its pieces done, and elapsed time on stderr.
 
 Shown only to a person: not when stderr is not a terminal, under CI (`CI` set), or with --quiet.
-The log is read and checked in pieces (see `audit`), so those phases show a bar of pieces done;
+The log is read and checked in pieces (see `run`), so those phases show a bar of pieces done;
 the others a spinner. The final line of `audit` gives rounds per second.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import tableau
+from . import tableau
 
 HANDS = ("player", "banker")
 VALUE_COLUMNS = tuple(f"{hand}_{i}" for hand in HANDS for i in (1, 2, 3))

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import charts, explain, fairness, ingest, integrity, owned, settlement, stored
-from pipeline.checks import CHECKS
-from pipeline.errors import InputError, first_line
-from pipeline.shown import shown
-from pipeline.timestamps import timestamp
+from . import charts, explanation, fairness, ingest, integrity, owned, settlement, stored
+from .checks import CHECKS
+from .errors import InputError, first_line
+from .shown import shown
+from .timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
             | {"SETTLEMENT": settlement.MEANING, "DUPLICATE_BET": settlement.DUPLICATE_MEANING,
@@ -200,7 +200,7 @@ def _explanation(entry: dict) -> str:
     if explained:
         parts.append("<ol>" + "".join(f"<li>{_e(step)}</li>" for step in explained["steps"]) + "</ol>")
         if "by_the_procedure" in explained:  # not in the evidence of versions before it
-            parts.append(f"<p>{_e(explain.procedure_text(explained['by_the_procedure']))}</p>")
+            parts.append(f"<p>{_e(explanation.procedure_text(explained['by_the_procedure']))}</p>")
         parts.append(_table(["field", "replayed", "recorded", "agrees"],
                             [[c["field"], c["replayed"], c["recorded"] or "—",
                               {True: "yes", False: "NO", None: "not recorded"}[c["agrees"]]]

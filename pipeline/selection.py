@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline.timestamps import timestamp
+from .timestamps import timestamp
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from decimal import Decimal
 
 import polars as pl
 
-from pipeline import bets, profiles
-from pipeline.findings import FINDINGS_SCHEMA
-from pipeline.ids import copies_detail, same_id
-from pipeline.ingest import reasons_text
-from pipeline.errors import InputError
+from . import bets, profiles
+from .findings import FINDINGS_SCHEMA
+from .ids import copies_detail, same_id
+from .ingest import reasons_text
+from .errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 DUPLICATE_MEANING = ("The bet_id appears on more than one row of the bet log: a bet recorded twice may have "

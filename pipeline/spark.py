@@ -2,7 +2,7 @@
 
 Spark reads the logs (every column as text) and hands each task its rows as Arrow record batches
 (`DataFrame.mapInArrow`). Each batch goes through the very functions the polars engine uses
-(`audit.prepared`, `findings.round_findings`, `fairness.observed_counts`). What needs more than a batch
+(`run.prepared`, `findings.round_findings`, `fairness.observed_counts`). What needs more than a batch
 is arranged by Spark first:
 - DUPLICATE_ROUND and DUPLICATE_BET: a Spark group-by finds the round_ids (bet_ids) on several rows;
   only those rows come back to the driver to be written up;
@@ -38,12 +38,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline import audit as polars_engine
-from pipeline import contract, evidence, fairness, ingest, integrity, owned, profiles, settlement, stored
-from pipeline.checks import DUPLICATE, PER_ROUND
-from pipeline.errors import InputError, first_line
-from pipeline.findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
-from pipeline.selection import Selection
+from . import run as polars_engine
+from . import contract, evidence, fairness, ingest, integrity, owned, profiles, settlement, stored
+from .checks import DUPLICATE, PER_ROUND
+from .errors import InputError, first_line
+from .findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
+from .selection import Selection
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
 SHOE_ROWS = 1_000_000  # rows per partition (of whole shoes, or of round_ids for settlement)
@@ -149,7 +149,7 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
     """The bets of some round_ids settled against every row of the round log with those round_ids,
-    as the polars engine settles a part (`audit._settle`)."""
+    as the polars engine settles a part (`run._settle`)."""
     rounds = polars_engine.prepared(round_rows, profile)
     replayable = _replayable(rounds)
     quarantined = rounds.filter(pl.col("reject").is_not_null())
@@ -418,7 +418,7 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
 @ingest.one_row_group_ahead()
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
           master: str = "local[2]") -> dict:
-    """Audit a round log on Spark into `out_dir`, as `audit.audit` does with the same options (the
+    """Audit a round log on Spark into `out_dir`, as `run.audit` does with the same options (the
     progress display aside); returns summary.json as written."""
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), polars_engine.outputs_of(options))  # before anything is read
@@ -462,7 +462,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
          run_id: str, staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
     """Every check on Spark: writes findings.parquet, fairness.parquet and the quarantines into `staging`
     (and the contract's Data Docs), and returns the profiles used, the counts the summary needs, the
-    table level's fairness tests (`audit.fairness_tests`), the rows the evidence explains and the
+    table level's fairness tests (`run.fairness_tests`), the rows the evidence explains and the
     contract's result (None without the contract)."""
     from pyspark.sql import functions as F
 
@@ -501,7 +501,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         if levels:
             counted["fairness"] = fairness.add_up([outputs["cells"]], levels)
     placed = _read(spark, bet_log, "bet_log", options.bets_mapping) if bet_log is not None else None
-    if placed is not None and options.selection:  # the bets in scope, as `audit.bets_in_scope` keeps them
+    if placed is not None and options.selection:  # the bets in scope, as `run.bets_in_scope` keeps them
         placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
                              "left_semi")
     if placed is not None:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.errors import InputError
+from .errors import InputError
 
 # SIGHUP: the terminal of an ad-hoc run closed (an ssh session lost), which killed it outright.
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

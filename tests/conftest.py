@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from hypothesis import settings, strategies as st
 
-from pipeline import generate
+from baccarat_audit import generate
 
 ASSETS = Path(__file__).parent / "assets"
 

@@ -13,13 +13,13 @@ from polars.testing import assert_frame_equal
 from conftest import ASSETS, output
 from datetime import UTC, datetime
 
-from pipeline import audit, generate, ingest, parts
-from pipeline.checks import PER_ROUND
-from pipeline.findings import in_log_order
-from pipeline.errors import InputError
-from pipeline.selection import Selection
+from baccarat_audit import run, generate, ingest, parts
+from baccarat_audit.checks import PER_ROUND
+from baccarat_audit.findings import in_log_order
+from baccarat_audit.errors import InputError
+from baccarat_audit.selection import Selection
 
-QUICK = audit.Options(validate=False)  # the contract has tests of its own (test_contract.py)
+QUICK = run.Options(validate=False)  # the contract has tests of its own (test_contract.py)
 
 
 def _findings(out):
@@ -27,7 +27,7 @@ def _findings(out):
 
 
 def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
-    result = audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    result = run.audit(clean_log["parquet"], tmp_path, QUICK)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary == result.summary
     assert summary["rows_read"] == summary["rounds_audited"] == 6000
@@ -40,7 +40,7 @@ def test_clean_shoe_faithful_log_has_no_findings(clean_log, tmp_path):
 
 @pytest.mark.parametrize("form", ["csv", "parquet"])
 def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_path, form):
-    result = audit.audit(faulted_log[form], tmp_path, QUICK)
+    result = run.audit(faulted_log[form], tmp_path, QUICK)
     faults = pl.read_csv(faulted_log["faults"])
     findings = _findings(tmp_path)
     assert faults.height > 200
@@ -56,13 +56,13 @@ def test_faulted_rounds_are_flagged_exactly_with_their_codes(faulted_log, tmp_pa
 
 
 def test_csv_and_parquet_give_identical_findings(faulted_log, tmp_path):
-    audit.audit(faulted_log["csv"], tmp_path / "csv", QUICK)
-    audit.audit(faulted_log["parquet"], tmp_path / "parquet", QUICK)
+    run.audit(faulted_log["csv"], tmp_path / "csv", QUICK)
+    run.audit(faulted_log["parquet"], tmp_path / "parquet", QUICK)
     assert _findings(tmp_path / "csv").drop("source_file").equals(_findings(tmp_path / "parquet").drop("source_file"))
 
 
 def test_hand_written_log_with_every_notation(tmp_path):
-    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path, QUICK)
+    result = run.audit(ASSETS / "mixed_notation.csv", tmp_path, QUICK)
     findings = _findings(tmp_path)
     assert sorted(findings.select("source_row", "round_id", "check").iter_rows()) == [
         (1, "R1", "DUPLICATE_ROUND"),
@@ -100,7 +100,7 @@ def test_hand_written_log_with_every_notation(tmp_path):
 def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
     log = pl.read_csv(ASSETS / "mixed_notation.csv", infer_schema=False).drop("outcome", "banker_total")
     log.write_parquet(tmp_path / "no_outcome.parquet")
-    result = audit.audit(tmp_path / "no_outcome.parquet", tmp_path / "out", QUICK)
+    result = run.audit(tmp_path / "no_outcome.parquet", tmp_path / "out", QUICK)
     assert result.summary["checks"]["OUTCOME"] == "skipped: the log has no outcome column"
     assert result.summary["checks"]["BANKER_TOTAL"] == "skipped: the log has no banker_total column"
     assert result.summary["checks"]["PLAYER_TOTAL"] == "ran"
@@ -108,8 +108,8 @@ def test_checks_without_their_column_are_reported_as_skipped(tmp_path):
 
 
 def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_log, tmp_path):
-    audit.audit(faulted_log["parquet"], tmp_path, audit.Options(data_docs=True))  # writes contract/
-    audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    run.audit(faulted_log["parquet"], tmp_path, run.Options(data_docs=True))  # writes contract/
+    run.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [".baccarat-audit.json", "evidence.json", "fairness.parquet",
                                                           "findings.parquet", "quarantine.parquet", "report.html",
@@ -120,7 +120,7 @@ def test_a_rerun_that_dies_while_publishing_leaves_no_summary_beside_a_mix_of_ou
         faulted_log, clean_log, tmp_path, monkeypatch):
     """A nightly job reads summary.json first: a run killed among its moves (here, one that fails
     to move report.html) must not leave the earlier run's summary beside this run's findings."""
-    audit.audit(faulted_log["parquet"], tmp_path, QUICK)
+    run.audit(faulted_log["parquet"], tmp_path, QUICK)
     moved = os.replace
 
     def dies_at_the_report(source, target):
@@ -129,7 +129,7 @@ def test_a_rerun_that_dies_while_publishing_leaves_no_summary_beside_a_mix_of_ou
         moved(source, target)
     monkeypatch.setattr(os, "replace", dies_at_the_report)
     with pytest.raises(OSError):
-        audit.audit(clean_log["parquet"], tmp_path, QUICK)
+        run.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0  # this run's findings were moved in
     assert not (tmp_path / "summary.json").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".audit-")] == []
@@ -151,10 +151,10 @@ def _hive_folders(tmp_path) -> pl.DataFrame:
 def test_a_directory_of_hive_folders_is_one_log(tmp_path):
     """table_id comes from the folder names; every file is an input with its rows and SHA-256."""
     log = _hive_folders(tmp_path)
-    whole = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
+    whole = run.audit(tmp_path / "logs", tmp_path / "out", QUICK)
     alone = log.filter(pl.col("table_id").is_in(["T01", "T02"]))
     alone.write_csv(tmp_path / "alone.csv")
-    single = audit.audit(tmp_path / "alone.csv", tmp_path / "single", QUICK)
+    single = run.audit(tmp_path / "alone.csv", tmp_path / "single", QUICK)
     assert whole.summary["rows_read"] == single.summary["rows_read"] == alone.height
     assert whole.summary["findings"] == single.summary["findings"]
     assert [i["rows"] for i in whole.summary["inputs"]] == [200, 300, 200, 300]
@@ -172,8 +172,8 @@ def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
     folder = tmp_path / "logs" / "table_id=T02" / "date=2026-11-01"
     assert read == {str(folder / "a.parquet"), str(folder / "b.csv")}
     assert log.rows_per_file[:2] == (0, 0) and all(log.rows_per_file[2:])
-    narrowed = audit.audit(tmp_path / "logs", tmp_path / "narrowed", audit.Options(validate=False, selection=wanted))
-    alone = audit.audit(str(tmp_path / "logs" / "table_id=T02" / "*" / "*"), tmp_path / "alone", QUICK)
+    narrowed = run.audit(tmp_path / "logs", tmp_path / "narrowed", run.Options(validate=False, selection=wanted))
+    alone = run.audit(str(tmp_path / "logs" / "table_id=T02" / "*" / "*"), tmp_path / "alone", QUICK)
     assert narrowed.summary["rows_read"] == alone.summary["rows_read"] > 0
     assert narrowed.summary["findings"] == alone.summary["findings"]
     assert [i["rows"] for i in narrowed.summary["inputs"]] == [0, 0, *(i["rows"] for i in alone.summary["inputs"])]
@@ -216,8 +216,8 @@ def test_a_time_window_reads_only_the_files_that_hold_rounds_in_it(tmp_path):
     csv_log = ingest.scan(tmp_path / "csv", "round_log", selection=third)
     assert [path.stem for path in csv_log.files_read] == [files[i].stem for i in (0, 2, 4)]
     assert [rows > 0 for rows in csv_log.rows_per_file] == [True, False, True, False, True]
-    narrowed = audit.audit(tmp_path / "nights", tmp_path / "narrowed", audit.Options(validate=False, selection=third))
-    every_row = audit.audit(tmp_path / "csv", tmp_path / "every_row", audit.Options(validate=False, selection=third))
+    narrowed = run.audit(tmp_path / "nights", tmp_path / "narrowed", run.Options(validate=False, selection=third))
+    every_row = run.audit(tmp_path / "csv", tmp_path / "every_row", run.Options(validate=False, selection=third))
     assert narrowed.summary["rows_read"] == every_row.summary["rows_read"] == 2000 + 2
     assert narrowed.summary["findings"] == every_row.summary["findings"]
     assert [i["rows"] for i in narrowed.summary["inputs"]] == [1, 0, 2000, 0, 1]
@@ -232,10 +232,10 @@ def test_a_selection_reads_mapped_parquet_files_as_it_reads_the_mapped_csv(tmp_p
     provider.head(100).write_parquet(tmp_path / "logs" / "a.parquet")  # dealt 18:00 to 19:22
     provider.slice(100).write_parquet(tmp_path / "logs" / "b.parquet")
     evening = Selection(tables=("T01",), since=datetime(2026, 11, 1, 20, tzinfo=UTC))
-    options = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"), selection=evening)
+    options = run.Options(validate=False, mapping=ingest.load_mapping("provider-b"), selection=evening)
     assert ingest.scan(tmp_path / "logs", "round_log", options.mapping, evening).ruled_out == (True, False)
-    parquet = audit.audit(tmp_path / "logs", tmp_path / "parquet", options)
-    csv = audit.audit(ASSETS.parent.parent / "data" / "provider_b_rounds.csv", tmp_path / "csv", options)
+    parquet = run.audit(tmp_path / "logs", tmp_path / "parquet", options)
+    csv = run.audit(ASSETS.parent.parent / "data" / "provider_b_rounds.csv", tmp_path / "csv", options)
     expected = provider.filter(pl.col("time") >= "2026-11-01T20:00:00Z").height
     assert parquet.summary["rows_read"] == csv.summary["rows_read"] == expected > 0
     same = ["round_id", "check", "expected", "recorded"]
@@ -245,7 +245,7 @@ def test_a_selection_reads_mapped_parquet_files_as_it_reads_the_mapped_csv(tmp_p
 
 def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
     data = ASSETS.parent.parent / "data"
-    narrowed = audit.audit(str(data / "round*.parquet"), tmp_path, audit.Options(
+    narrowed = run.audit(str(data / "round*.parquet"), tmp_path, run.Options(
         validate=False, selection=Selection(tables=("T02",), until=datetime(2026, 11, 1, 20, tzinfo=UTC))))
     expected = pl.read_parquet(data / "rounds.parquet").filter(
         (pl.col("table_id") == "T02") & (pl.col("dealt_at") <= "2026-11-01T20:00:00Z")).height
@@ -256,9 +256,9 @@ def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
 @pytest.mark.parametrize("file_format", ["parquet", "csv"])
 def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path, monkeypatch):
     """Logs are read in pieces of PIECE_ROWS rows; where the cuts fall must change nothing."""
-    whole = audit.audit(faulted_log[file_format], tmp_path / "whole", QUICK)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
-    cut = audit.audit(faulted_log[file_format], tmp_path / "cut", QUICK)
+    whole = run.audit(faulted_log[file_format], tmp_path / "whole", QUICK)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
+    cut = run.audit(faulted_log[file_format], tmp_path / "cut", QUICK)
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
         assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name))
@@ -272,10 +272,10 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
     """A narrowed Parquet piece is cut by row number in its filter, not by a slice: where the cuts fall
     must change nothing, and the rows kept are those the narrowing keeps."""
     table = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").is_not_null())["table_id"][0]
-    narrowed = audit.Options(validate=False, selection=Selection(tables=(table,)))
-    whole = audit.audit(faulted_log[file_format], tmp_path / "whole", narrowed)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
-    cut = audit.audit(faulted_log[file_format], tmp_path / "cut", narrowed)
+    narrowed = run.Options(validate=False, selection=Selection(tables=(table,)))
+    whole = run.audit(faulted_log[file_format], tmp_path / "whole", narrowed)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
+    cut = run.audit(faulted_log[file_format], tmp_path / "cut", narrowed)
     expected = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").str.strip_chars() == table).height
     assert whole.summary["rows_read"] == cut.summary["rows_read"] == expected > 0
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
@@ -295,10 +295,10 @@ def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(fault
     log = log.with_columns(player_card_1=pl.when(pl.int_range(pl.len()) // 777 == quarantined)
                            .then(pl.lit("ZZ")).otherwise("player_card_1"))
     log.write_parquet(tmp_path / "rounds.parquet")
-    whole = audit.audit(tmp_path / "rounds.parquet", tmp_path / "whole", QUICK)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
-    monkeypatch.setattr(audit, "FILING_ROWS", 100)
-    cut = audit.audit(tmp_path / "rounds.parquet", tmp_path / "cut", QUICK)
+    whole = run.audit(tmp_path / "rounds.parquet", tmp_path / "whole", QUICK)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
+    monkeypatch.setattr(run, "FILING_ROWS", 100)
+    cut = run.audit(tmp_path / "rounds.parquet", tmp_path / "cut", QUICK)
     assert whole.summary["findings"]["SHOE_SEQUENCE"] > 100 * log.height // 777
     assert whole.summary["rows_quarantined"] >= 776
     assert whole.summary["findings"] == cut.summary["findings"]
@@ -314,9 +314,9 @@ def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_
     (tmp_path / "logs").mkdir()
     for name in ("a.parquet", "b.parquet"):
         shutil.copy(faulted_log["parquet"], tmp_path / "logs" / name)
-    whole = audit.audit(tmp_path / "logs", tmp_path / "whole", QUICK)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
-    cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    whole = run.audit(tmp_path / "logs", tmp_path / "whole", QUICK)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
+    cut = run.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
     shoes = pl.read_parquet(faulted_log["parquet"])["shoe_id"].n_unique()
     assert whole.summary["findings"]["CARD_COUNT"] > 20 * shoes
     assert whole.summary["findings"] == cut.summary["findings"]
@@ -331,7 +331,7 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
     are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside. With `plans`,
     a piece reads by at most that many plans (see `ingest.PLANS`: one per format here, and one per file
     cut), so it is cut in more pieces."""
-    whole = audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
+    whole = run.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     log, sizes, start = pl.read_parquet(faulted_log["parquet"]), [50, 300, 1200, 10, 7, 90], 0
     (tmp_path / "logs").mkdir()
     for i in range(10_000):
@@ -341,13 +341,13 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
         part.write_csv(tmp_path / "logs" / f"{i:03d}.csv") if i % 2 else part.write_parquet(
             tmp_path / "logs" / f"{i:03d}.parquet")
         start += part.height
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
     if plans:
         monkeypatch.setattr(ingest, "PLANS", plans)
     files = len(list((tmp_path / "logs").iterdir()))
     pieces = len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777)))
     assert (pieces <= 2 * log.height // 777 + 1 < files) if plans is None else (files // plans <= pieces < files)
-    cut = audit.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    cut = run.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
     assert cut.summary["findings"] == whole.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
         found = [output(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
@@ -364,7 +364,7 @@ def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
     for name in ("a", "b"):
         (tmp_path / "logs").mkdir(exist_ok=True)
         (tmp_path / "logs" / f"{name}.parquet").write_bytes(clean_log["parquet"].read_bytes())
-    result = audit.audit(tmp_path / "logs", tmp_path / "out", QUICK)
+    result = run.audit(tmp_path / "logs", tmp_path / "out", QUICK)
     assert result.summary["findings"]["DUPLICATE_ROUND"] == result.summary["rows_read"] == 12000
     assert result.summary["rounds_flagged"] == 12000
 
@@ -372,7 +372,7 @@ def test_rounds_flagged_counts_rows_of_every_file(clean_log, tmp_path):
 def test_a_selection_that_matches_nothing_stops_the_run_rather_than_pass_as_clean(tmp_path):
     data = ASSETS.parent.parent / "data"
     with pytest.raises(InputError, match=r"rounds\.csv: no row is in the selection \(--table NO-SUCH-TABLE\)"):
-        audit.audit(data / "rounds.csv", tmp_path, audit.Options(
+        run.audit(data / "rounds.csv", tmp_path, run.Options(
             validate=False, selection=Selection(tables=("NO-SUCH-TABLE",))))
     assert list(tmp_path.iterdir()) == []  # no outputs, and the staging folder removed
 
@@ -381,7 +381,7 @@ def test_a_log_of_which_every_row_is_quarantined_audits_no_round(tmp_path):
     log = tmp_path / "rounds.csv"
     log.write_text("round_id,shoe_id,player_card_1,player_card_2,player_card_3,banker_card_1,banker_card_2,banker_card_3\n"
                    "R1,S1,XX,2,,3,4,\n")  # no suits, and no round to tell them by
-    result = audit.audit(log, tmp_path / "out", audit.Options(validate=False))
+    result = run.audit(log, tmp_path / "out", run.Options(validate=False))
     assert (result.summary["rows_read"], result.summary["rounds_audited"], result.summary["rows_quarantined"],
             result.exit_code) == (1, 0, 1, 1)
     assert result.summary["checks"]["CARD_COUNT"] == "ran"  # not "the log records no suits"
@@ -391,8 +391,8 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
     """The other bets are outside the question, not bets of rounds missing from the log: the narrowed
     audit reports of T01's bets exactly what the whole audit reports of them, and nothing of the rest."""
     data = ASSETS.parent.parent / "data"
-    whole = audit.audit(data / "rounds.csv", tmp_path / "whole", audit.Options(bets=data / "bets.csv"))
-    narrowed = audit.audit(data / "rounds.csv", tmp_path / "t01", audit.Options(
+    whole = run.audit(data / "rounds.csv", tmp_path / "whole", run.Options(bets=data / "bets.csv"))
+    narrowed = run.audit(data / "rounds.csv", tmp_path / "t01", run.Options(
         bets=data / "bets.csv", selection=Selection(tables=("T01",))))
     of_t01 = pl.col("round_id").str.starts_with("T01-")
     bets = pl.read_csv(data / "bets.csv", infer_schema=False)
@@ -411,7 +411,7 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
     folder.mkdir()
     pl.read_parquet(ASSETS.parent.parent / "data" / "rounds.parquet").write_parquet(folder / "rounds.parquet")
     for out in (folder, folder / "out", folder, folder / "out"):
-        result = audit.audit(folder, out, audit.Options(validate=False))
+        result = run.audit(folder, out, run.Options(validate=False))
         assert [entry["path"] for entry in result.summary["inputs"]] == [str(folder / "rounds.parquet")]
     assert ingest.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
     (folder / "out" / "summary.json").unlink()
@@ -425,10 +425,10 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
 def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):
     """evidence.json: per check, in the order checks first occur in findings.parquet, that check's
     first findings there, in order (the rows explained), bets' settlement findings among them."""
-    from pipeline import evidence
+    from baccarat_audit import evidence
 
     paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
-    audit.audit(paths["parquet"], tmp_path / "out", audit.Options(validate=False, bets=paths["bets_parquet"]))
+    run.audit(paths["parquet"], tmp_path / "out", run.Options(validate=False, bets=paths["bets_parquet"]))
     found = _findings(tmp_path / "out").with_row_index("at")
     wanted = found.group_by("check", maintain_order=True).head(evidence.PER_CHECK)
     gathered = json.loads((tmp_path / "out" / "evidence.json").read_text())
@@ -441,7 +441,7 @@ def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur
 def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it(tmp_path, monkeypatch):
     """The read-ahead is the audit's, not the importer's: set around a run, and a value the
     environment gives wins. Importing the package leaves the environment alone."""
-    imported = subprocess.run([sys.executable, "-c", f"import os, pipeline.audit, pipeline.cli; "
+    imported = subprocess.run([sys.executable, "-c", f"import os, baccarat_audit.run, baccarat_audit.cli; "
                                f"print(os.environ.get('{ingest.PREFETCH}'))"],
                               env={k: v for k, v in os.environ.items() if k != ingest.PREFETCH},
                               capture_output=True, text=True, check=True)
@@ -450,12 +450,12 @@ def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it
     monkeypatch.setattr(ingest, "collect", lambda *args: seen.append(os.environ.get(ingest.PREFETCH)) or collect(*args))
     rounds = ASSETS.parent.parent / "data" / "rounds.csv"
     monkeypatch.delenv(ingest.PREFETCH, raising=False)
-    audit.audit(rounds, tmp_path / "a", QUICK)
+    run.audit(rounds, tmp_path / "a", QUICK)
     assert seen and set(seen) == {"1"}
     assert ingest.PREFETCH not in os.environ
     seen.clear()
     monkeypatch.setenv(ingest.PREFETCH, "4")
-    audit.audit(rounds, tmp_path / "b", QUICK)
+    run.audit(rounds, tmp_path / "b", QUICK)
     assert seen and set(seen) == {"4"}
     assert os.environ[ingest.PREFETCH] == "4"
 
@@ -496,12 +496,12 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     files = [tmp_path / "rows-1.parquet", tmp_path / "rows-2.parquet"]  # filed 5 rows at a time: the first sliced
     shuffled.head(12).write_parquet(files[0])
     shuffled.tail(7).write_parquet(files[1])
-    monkeypatch.setattr(audit, "PIECE_ROWS", 3)
-    monkeypatch.setattr(audit, "FILING_ROWS", filing_rows)
+    monkeypatch.setattr(run, "PIECE_ROWS", 3)
+    monkeypatch.setattr(run, "FILING_ROWS", filing_rows)
     (tmp_path / "staging").mkdir()
-    run = audit._Queries(tmp_path / "staging")
-    audit._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", run)
-    audit._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", run, first_by="kind")
+    queries = run._Queries(tmp_path / "staging")
+    run._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", queries)
+    run._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", queries, first_by="kind")
     assert every.height == 19 and every["kind"].n_unique() == 3
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
     assert pl.read_parquet(tmp_path / "staging" / "grouped.parquet").equals(
@@ -510,7 +510,7 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     stray = pl.concat([shuffled, every.head(1).with_columns(source_row=pl.lit(99, pl.UInt32))])
     if filing_rows < stray.height:
         with pytest.raises(RuntimeError, match="1 of 20 rows are not in any piece"):
-            audit._sink_in_log_order(stray.lazy(), log, "stray.parquet", run)
+            run._sink_in_log_order(stray.lazy(), log, "stray.parquet", queries)
 
 
 def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tmp_path, monkeypatch):
@@ -518,12 +518,12 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
     earlier audit's folder), or nothing, and the audit failed. Bets, the contract, pieces, and parts
     filed by bucket read back every kind of file the audit writes for itself."""
     log = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
-    monkeypatch.setattr(audit, "PIECE_ROWS", 777)
+    monkeypatch.setattr(run, "PIECE_ROWS", 777)
     monkeypatch.setattr(parts, "FAN_OUT", 3)
-    plain = audit.audit(log["parquet"], tmp_path / "plain", audit.Options(validate=False, bets=log["bets_parquet"]))
-    audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "out1", QUICK)
-    named = audit.audit(log["parquet"], tmp_path / "out[1]", audit.Options(bets=log["bets_parquet"], data_docs=True)
-                        ).summary
+    plain = run.audit(log["parquet"], tmp_path / "plain", run.Options(validate=False, bets=log["bets_parquet"]))
+    run.audit(ASSETS / "mixed_notation.csv", tmp_path / "out1", QUICK)
+    named = run.audit(log["parquet"], tmp_path / "out[1]", run.Options(bets=log["bets_parquet"], data_docs=True)
+                      ).summary
     assert named["exit_code"] == plain.summary["exit_code"] == 1 and named["bets_settled"] > 0
     for key in ("rows_read", "findings", "bets_flagged", "money"):
         assert named[key] == plain.summary[key], key
@@ -540,7 +540,7 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
 def test_a_library_that_cannot_be_preloaded_prints_nothing_in_the_background():
     """A failed import in the preloading thread would print a traceback beside the run's one line; the
     import fails again where the module is needed, and is reported there."""
-    script = ("from pipeline.preload import preload\n"
+    script = ("from baccarat_audit.preload import preload\n"
               "import sys\n"
               "preload('no_such_library', 'decimal').join()\n"
               "print('decimal' in sys.modules)\n")
@@ -556,7 +556,7 @@ def test_findings_are_typed_and_carry_the_run_id(tmp_path):
         hand_no=pl.when(pl.int_range(pl.len()) == 30).then(pl.lit("3rd")).otherwise("hand_no"),
         dealt_at=pl.when(pl.int_range(pl.len()) == 40).then(pl.lit("yesterday")).otherwise("dealt_at"))
     rounds.write_csv(tmp_path / "rounds.csv")
-    result = audit.audit(tmp_path / "rounds.csv", tmp_path / "out", QUICK)
+    result = run.audit(tmp_path / "rounds.csv", tmp_path / "out", QUICK)
     found = pl.read_parquet(tmp_path / "out" / "findings.parquet")
     assert {"run_id": pl.String, "source_row": pl.UInt32, "hand_no": pl.Int64,
             "dealt_at": pl.Datetime("us", "UTC")}.items() <= dict(found.schema).items()

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import audit
+from baccarat_audit import run
 
 BENCH = Path(__file__).parent.parent / "bench" / "bench.py"
 
@@ -35,7 +35,7 @@ def _spoilt(faulted_log, tmp_path) -> Path:
 
 def test_the_bench_replays_flag_the_rounds_the_per_round_checks_flag(faulted_log, tmp_path):
     bench, log = _bench(), _spoilt(faulted_log, tmp_path)
-    audit.audit(log, tmp_path / "out", audit.Options(validate=False, across_rounds=False))
+    run.audit(log, tmp_path / "out", run.Options(validate=False, across_rounds=False))
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["rows_quarantined"] == 40
     flagged = bench.per_round_flagged(tmp_path / "out")
     assert flagged > 100  # 5% of 6,000 rounds faulted, most of them in a way a single round shows
@@ -46,7 +46,7 @@ def test_the_bench_replays_flag_the_rounds_the_per_round_checks_flag(faulted_log
 def test_the_duckdb_peer_flags_the_rounds_and_duplicates_the_audit_flags(faulted_log, tmp_path):
     pytest.importorskip("duckdb", reason="the bench's extra: pip install -e '.[bench]'")
     bench, log = _bench(), _spoilt(faulted_log, tmp_path)
-    result = audit.audit(log, tmp_path / "out", audit.Options(validate=False, across_rounds=False))
+    result = run.audit(log, tmp_path / "out", run.Options(validate=False, across_rounds=False))
     assert bench.duckdb_peer(log, tmp_path / "peer" / "flagged.parquet") == bench.per_round_flagged(tmp_path / "out")
     duplicates = pl.read_parquet(tmp_path / "peer" / "flagged.parquet")["duplicate_round"].sum()
     assert duplicates == result.summary["findings"]["DUPLICATE_ROUND"] >= 50

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pipeline import cards
+from baccarat_audit import cards
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ASSETS
-from pipeline.cli import app
+from baccarat_audit.cli import app
 
 runner = CliRunner()
 
@@ -95,7 +95,7 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):
     path = make(tmp_path)
     completed = subprocess.run(
-        [sys.executable, "-m", "pipeline", "audit", str(path), "--out",
+        [sys.executable, "-m", "baccarat_audit", "audit", str(path), "--out",
          str(tmp_path / "out")],
         capture_output=True, text=True,
     )
@@ -111,7 +111,7 @@ def test_a_record_that_spans_lines_stops_a_narrowed_run_on_one_line_too(tmp_path
     (tmp_path / "logs").mkdir()
     for name, row in (("a.csv", "R2"), ("b.csv", '"R\n2"'), ("c.csv", "R3")):
         _write(tmp_path / "logs" / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n")
-    completed = subprocess.run([sys.executable, "-m", "pipeline", "audit", str(tmp_path / "logs"), "--out",
+    completed = subprocess.run([sys.executable, "-m", "baccarat_audit", "audit", str(tmp_path / "logs"), "--out",
                                 str(tmp_path / "out"), "--table", "T01"], capture_output=True, text=True)
     assert completed.returncode == 2
     assert completed.stderr.count("\n") == 1, completed.stderr
@@ -139,7 +139,7 @@ LOG = ASSETS / "mixed_notation.csv"
 def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tmp_path, args, message):
     """An empty narrowing would pass as a clean audit of nothing; an output folder under a file cannot be made."""
     _write(tmp_path / "a-file", "not a folder")
-    completed = subprocess.run([sys.executable, "-m", "pipeline", *(str(a).format(tmp=tmp_path) for a in args)],
+    completed = subprocess.run([sys.executable, "-m", "baccarat_audit", *(str(a).format(tmp=tmp_path) for a in args)],
                                capture_output=True, text=True)
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.startswith("error: ") and completed.stderr.count("\n") == 1, completed.stderr
@@ -148,7 +148,7 @@ def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tm
 
 
 def test_version_is_the_one_summary_json_records(tmp_path):
-    completed = subprocess.run([sys.executable, "-m", "pipeline", "--version"], capture_output=True, text=True)
+    completed = subprocess.run([sys.executable, "-m", "baccarat_audit", "--version"], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
     run("audit", ASSETS / "mixed_notation.csv", "--out", tmp_path, "--no-contract")
     recorded = json.loads((tmp_path / "summary.json").read_text())["tool"]["version"]
@@ -157,7 +157,7 @@ def test_version_is_the_one_summary_json_records(tmp_path):
 
 def test_unknown_option_is_one_line_and_exit_2(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-m", "pipeline", "audit", "x.csv", "--bogus"],
+        [sys.executable, "-m", "baccarat_audit", "audit", "x.csv", "--bogus"],
         capture_output=True, text=True,
     )
     assert completed.returncode == 2
@@ -171,11 +171,11 @@ def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(fa
     traceback kept in a file that the line names."""
     import tempfile
 
-    from pipeline import audit, cli
+    from baccarat_audit import run, cli
 
     def broken(*args, **kwargs):
         raise failure
-    monkeypatch.setattr(audit, "audit", broken)
+    monkeypatch.setattr(run, "audit", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(sys, "argv", ["baccarat-audit", "audit", str(ASSETS / "mixed_notation.csv"),
                                       "--out", str(tmp_path / "out"), "--quiet"])
@@ -193,7 +193,7 @@ def test_a_broken_install_is_the_tools_failure_exit_3_not_a_traceback(tmp_path):
     command line exists: still one line and exit 3, not Python's exit 1, which reads as findings."""
     (tmp_path / "polars").mkdir()
     (tmp_path / "polars" / "__init__.py").write_text('raise ImportError("polars was built for another CPU")\n')
-    completed = subprocess.run([sys.executable, "-m", "pipeline", "audit", ASSETS / "mixed_notation.csv", "--out",
+    completed = subprocess.run([sys.executable, "-m", "baccarat_audit", "audit", ASSETS / "mixed_notation.csv", "--out",
                                 tmp_path / "out"], capture_output=True, text=True,
                                env={**os.environ, "PYTHONPATH": str(tmp_path), "TMPDIR": str(tmp_path)})
     assert completed.returncode == 3
@@ -215,7 +215,7 @@ def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(
     pl.concat([sample.with_columns(pl.col("round_id") + f"-{i}") for i in range(250)]).write_parquet(
         tmp_path / "rounds.parquet")  # 500,000 rounds: a run of a few seconds
     out = tmp_path / "out"
-    running = subprocess.Popen([sys.executable, "-m", "pipeline", "audit", str(tmp_path / "rounds.parquet"),
+    running = subprocess.Popen([sys.executable, "-m", "baccarat_audit", "audit", str(tmp_path / "rounds.parquet"),
                                 "--out", str(out), "--quiet", "--no-contract"], stderr=subprocess.PIPE, text=True)
     while not list(out.glob(".audit-*")) and running.poll() is None:  # the run is under way
         time.sleep(0.01)
@@ -274,7 +274,7 @@ def test_explain_of_a_round_under_an_unknown_profile_names_the_file_and_column(t
     rounds = tmp_path / "rounds.csv"
     log.write_csv(rounds)
     for command in (["explain", rounds, "R2"], ["audit", rounds, "--out", tmp_path / "out"]):
-        completed = subprocess.run([sys.executable, "-m", "pipeline", *map(str, command)],
+        completed = subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, command)],
                                    capture_output=True, text=True)
         assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
         assert completed.stderr.startswith(f"error: {rounds}: column profile: unknown rules profile {name!r}")
@@ -384,8 +384,8 @@ def test_explain_and_the_audit_agree_on_every_kind_of_bet_on_every_kind_of_round
     `settlement.settle`'s reasons."""
     import itertools
 
-    from pipeline import explain, ingest
-    from pipeline.bets import OPEN, VOID
+    from baccarat_audit import explanation, ingest
+    from baccarat_audit.bets import OPEN, VOID
 
     statuses = [None, "WON", *(status.lower() for status in VOID + OPEN)]
     ways = list(itertools.product([True, False], ["PLAYER", "tie", None, "DRAGON7"],
@@ -408,8 +408,8 @@ def test_explain_and_the_audit_agree_on_every_kind_of_bet_on_every_kind_of_round
         audited = [None if row in quarantined else row not in flagged for row in rows]
         if round_id == "R404":  # no row to explain: the verdicts the report's evidence gives
             bet_rows = ingest.rows_for_round(tmp_path / "bets.csv", "bet_log", round_id, None)
-            verdicts = [[b["agrees"] for b in explain.settle_bets({"profile": "standard"}, bet_rows,
-                                                                   explain.unsettled(round_id, 0, 0))]]
+            verdicts = [[b["agrees"] for b in explanation.settle_bets({"profile": "standard"}, bet_rows,
+                                                                   explanation.unsettled(round_id, 0, 0))]]
         else:
             shown = json.loads(run("explain", ASSETS / "mixed_notation.csv", round_id, "--bets",
                                    tmp_path / "bets.csv", "--json").output)
@@ -488,7 +488,7 @@ def test_fail_on_chooses_what_sets_exit_1_and_json_prints_the_summary(tmp_path):
                                   ("quarantine", True, 1), ("contract", False, 1), ("findings", False, 1)):
         out = tmp_path / f"{kinds}-{bets}"
         args = ["audit", SAMPLE / "rounds.csv", "--out", out, "--fail-on", kinds, "--json"]
-        done = subprocess.run([sys.executable, "-m", "pipeline", *map(str, args),
+        done = subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, args),
                                *(["--bets", str(SAMPLE / "bets.csv")] if bets else [])], capture_output=True, text=True)
         assert done.returncode == expected, (kinds, bets, done.stderr)
         printed = json.loads(done.stdout)
@@ -501,7 +501,7 @@ def test_fail_on_chooses_what_sets_exit_1_and_json_prints_the_summary(tmp_path):
 
 def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path):
     args = ["audit", str(SAMPLE / "rounds.csv"), "--out", str(tmp_path / "out"), "--no-contract"]
-    done = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "baccarat_audit", *args], capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["schema_version"] == 3 and len(summary["run_id"]) == 32
@@ -509,7 +509,7 @@ def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path
     assert summary["command"][1:] == args and summary["finished_at"] >= summary["started_at"]
     dealt = pl.read_csv(SAMPLE / "rounds.csv", infer_schema=False)["dealt_at"].sort()
     assert summary["period"] == {"first_dealt_at": dealt[0], "last_dealt_at": dealt[-1]}
-    again = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True)
+    again = subprocess.run([sys.executable, "-m", "baccarat_audit", *args], capture_output=True, text=True)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["run_id"] != summary["run_id"], again.stderr
 
 
@@ -588,7 +588,7 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
 
 @pytest.mark.parametrize("round_id", ["R1", "R2", "R3", "R4", "R9", "R10"])
 def test_explain_json_follows_its_published_schema(round_id):
-    """schemas/explain.schema.json is what `explain --json` promises a script: replayed rows, copies,
+    """schemas/explanation.schema.json is what `explain --json` promises a script: replayed rows, copies,
     bets and quarantined rows alike."""
     import jsonschema
 

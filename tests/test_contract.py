@@ -10,10 +10,10 @@ from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from conftest import ASSETS, amount_like
-from pipeline import audit, bets, cards, contract, ingest, settlement
-from pipeline.cli import app
-from pipeline.errors import InputError
-from pipeline.timestamps import timestamp
+from baccarat_audit import run, bets, cards, contract, ingest, settlement
+from baccarat_audit.cli import app
+from baccarat_audit.errors import InputError
+from baccarat_audit.timestamps import timestamp
 
 runner = CliRunner()
 DATA = ASSETS.parent.parent / "data"
@@ -37,11 +37,11 @@ def test_the_suites_state_the_same_vocabulary_as_the_engine():
 
 
 def test_every_audit_runs_the_contract_and_writes_data_docs_when_asked(tmp_path):
-    plain = audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "plain",
-                        audit.Options(bets=ASSETS / "mixed_notation_bets.csv"))
+    plain = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "plain",
+                        run.Options(bets=ASSETS / "mixed_notation_bets.csv"))
     assert not (tmp_path / "plain" / "contract").exists()
-    result = audit.audit(ASSETS / "mixed_notation.csv", tmp_path,
-                         audit.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True))
+    result = run.audit(ASSETS / "mixed_notation.csv", tmp_path,
+                         run.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True))
     assert plain.summary["contract"] == result.summary["contract"]
     rounds = _by_column(result.summary["contract"]["rounds"])
     assert rounds["column_values_to_be_unique", "round_id"]["unexpected_count"] == 2
@@ -66,7 +66,7 @@ def test_every_audit_runs_the_contract_and_writes_data_docs_when_asked(tmp_path)
 def test_a_clean_log_meets_the_contract_inside_its_window(clean_log, tmp_path):
     inside = contract.Window(*(pl.Series([t]).str.to_datetime(time_zone="UTC")[0]
                                for t in ("2026-11-01T17:00:00", "2026-11-03T18:00:00")))
-    result = audit.audit(clean_log["csv"], tmp_path, audit.Options(window=inside))
+    result = run.audit(clean_log["csv"], tmp_path, run.Options(window=inside))
     assert result.summary["contract"]["rounds"]["success"] is True
     assert result.exit_code == 0
 
@@ -133,11 +133,11 @@ def test_validate_does_not_replace_a_folder_that_holds_more_than_data_docs(tmp_p
 
 
 def test_a_mapped_provider_log_is_audited_like_the_original(tmp_path):
-    mapped = audit.audit(DATA / "provider_b_rounds.csv", tmp_path / "mapped",
-                         audit.Options(mapping=ingest.load_mapping("provider-b"), validate=False))
+    mapped = run.audit(DATA / "provider_b_rounds.csv", tmp_path / "mapped",
+                         run.Options(mapping=ingest.load_mapping("provider-b"), validate=False))
     original = pl.read_csv(DATA / "rounds.csv", infer_schema=False).head(300)
     original.write_csv(tmp_path / "original.csv")
-    audit.audit(tmp_path / "original.csv", tmp_path / "plain", audit.Options(validate=False))
+    run.audit(tmp_path / "original.csv", tmp_path / "plain", run.Options(validate=False))
     columns = ["source_row", "round_id", "check", "expected", "recorded"]
     found = pl.read_parquet(tmp_path / "mapped" / "findings.parquet").select(columns)
     assert found.height > 0
@@ -210,11 +210,11 @@ def test_the_contract_run_batch_by_batch_adds_up_to_one_run(tmp_path, monkeypatc
     """GX checks a log a batch of rows at a time, and an id's uniqueness a part of the ids at a time:
     where the cuts fall changes no count, no example and no verdict (the duplicate ids of this log
     fall in different pieces)."""
-    options = audit.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True)
-    whole = audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "whole", options)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 4)
+    options = run.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True)
+    whole = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "whole", options)
+    monkeypatch.setattr(run, "PIECE_ROWS", 4)
     monkeypatch.setattr(contract, "BATCH_ROWS", 3)
-    cut = audit.audit(ASSETS / "mixed_notation.csv", tmp_path / "cut", options)
+    cut = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "cut", options)
     assert cut.summary["contract"] == whole.summary["contract"]
     pages = {folder.name: len(list(folder.rglob("*.html")))
              for folder in (tmp_path / "cut" / "contract" / "validations").iterdir()}

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import contract, expectations, generate, ingest
+from baccarat_audit import contract, expectations, generate, ingest
 
 WINDOWS = [contract.Window(), contract.Window(datetime(2026, 11, 1, 19, tzinfo=UTC), None),
            contract.Window(datetime(2026, 11, 1, 18, tzinfo=UTC), datetime(2026, 11, 1, 20, tzinfo=UTC))]

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipeline import audit
+from baccarat_audit import run
 
 GOLDEN = Path(__file__).parent / "assets" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -61,7 +61,7 @@ def _summary(out: Path) -> dict:
 @pytest.mark.parametrize("file_format", ["csv", "parquet"])
 def test_the_golden_logs_give_the_golden_outputs(file_format, tmp_path):
     rounds, bets = _logs(file_format, tmp_path)
-    result = audit.audit(rounds, tmp_path / "out", audit.Options(bets=bets))
+    result = run.audit(rounds, tmp_path / "out", run.Options(bets=bets))
     out = tmp_path / "out"
     found = {name: _comparable(pl.read_parquet(out / f"{name}.parquet")) for name in TABLES}
     found["fairness"] = _fairness(out)

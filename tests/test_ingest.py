@@ -18,16 +18,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS
-from pipeline import ingest
-from pipeline.selection import Selection
-from pipeline.timestamps import timestamp, with_timestamp
+from baccarat_audit import ingest
+from baccarat_audit.selection import Selection
+from baccarat_audit.timestamps import timestamp, with_timestamp
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
 GOOD = "R1,KS,9H,5D,QC,,,5"
 
 
 def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, args)], capture_output=True, text=True)
 
 
 def write(path: Path, content: str | bytes) -> Path:
@@ -149,7 +149,7 @@ def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_p
     """Drawn logs of good and bad lines, with Windows line ends or not, a last line ended or not, and
     a byte order mark or not: every line under the header is a row, audited or quarantined with the
     reason its kind gives, and the counts add up."""
-    from pipeline import audit
+    from baccarat_audit import run
 
     if kinds[-1] == "blank":  # an unended blank last line is no line at all
         ends = True
@@ -157,7 +157,7 @@ def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_p
     text = ("\ufeff" if bom else "") + end.join([HEADER, *(LINES[kind][0](i) for i, kind in enumerate(kinds))])
     folder = tmp_path_factory.mktemp("log")
     path = write(folder / "log.csv", text + (end if ends else ""))
-    summary = audit.audit(path, folder / "out", audit.Options(validate=False, across_rounds=False)).summary
+    summary = run.audit(path, folder / "out", run.Options(validate=False, across_rounds=False)).summary
     quarantine = pl.read_parquet(folder / "out" / "quarantine.parquet")
     quarantined = dict(quarantine.select("source_row", "reason").iter_rows())
     expected = {i + 1: LINES[kind][1] for i, kind in enumerate(kinds) if LINES[kind][1]}
@@ -270,8 +270,8 @@ def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
 
 def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
     """Root reads any file here, so the refusal of the operating system is simulated."""
-    from pipeline import ingest
-    from pipeline.errors import InputError
+    from baccarat_audit import ingest
+    from baccarat_audit.errors import InputError
 
     path = write(tmp_path / "locked.csv", f"{HEADER}\n{GOOD}\n")
 
@@ -442,13 +442,13 @@ def test_a_narrowing_never_rules_out_a_row_it_keeps(tmp_path_factory, log, table
 
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
     """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
-    from pipeline import audit
+    from baccarat_audit import run
 
     content, reasons = AUDITABLE["too many and too few fields"]
     path = write(tmp_path / "log.csv", content * 1 + "\n".join(content.splitlines()[1:] * 3) + "\n")
-    whole = audit.audit(path, tmp_path / "whole", audit.Options(validate=False))
-    monkeypatch.setattr(audit, "PIECE_ROWS", 2)
-    cut = audit.audit(path, tmp_path / "cut", audit.Options(validate=False))
+    whole = run.audit(path, tmp_path / "whole", run.Options(validate=False))
+    monkeypatch.setattr(run, "PIECE_ROWS", 2)
+    cut = run.audit(path, tmp_path / "cut", run.Options(validate=False))
     assert whole.summary["rows_quarantined"] == cut.summary["rows_quarantined"] == 8
     assert pl.read_parquet(tmp_path / "whole" / "quarantine.parquet").equals(
         pl.read_parquet(tmp_path / "cut" / "quarantine.parquet"))
@@ -538,7 +538,7 @@ def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, z
     groups' statistics): it keeps every round the window does, and rules out the days far from it."""
     from datetime import UTC, timedelta
 
-    from pipeline import audit
+    from baccarat_audit import run
 
     rounds = pl.read_parquet(Path(__file__).parent.parent / "data" / "rounds.parquet")
     at = pl.col("dealt_at").str.to_datetime(time_zone="UTC") + pl.duration(days=pl.int_range(pl.len()) // 200)
@@ -550,8 +550,8 @@ def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, z
         dealt_at=pl.col("dealt_at").dt.to_string("%Y-%m-%dT%H:%M:%SZ")).write_parquet(tmp_path / "text.parquet")
     window = Selection(since=datetime(2026, 11, 4, 18, 20, tzinfo=UTC),
                               until=datetime(2026, 11, 6, 20, 0, tzinfo=UTC))
-    results = {name: audit.audit(tmp_path / f"{name}.parquet", tmp_path / name,
-                                 audit.Options(validate=False, selection=window)) for name in ("typed", "text")}
+    results = {name: run.audit(tmp_path / f"{name}.parquet", tmp_path / name,
+                                 run.Options(validate=False, selection=window)) for name in ("typed", "text")}
     assert results["typed"].summary["rows_read"] == results["text"].summary["rows_read"] > 400
     found = {name: pl.read_parquet(tmp_path / name / "findings.parquet").drop("run_id", "source_file", "dealt_at")
              for name in results}

@@ -10,11 +10,11 @@ from hypothesis import given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
-from pipeline import audit, cards, coup, fairness, generate, ingest, profiles
-from pipeline.selection import Selection
-from pipeline.timestamps import timestamp
+from baccarat_audit import run, cards, coup, fairness, generate, ingest, profiles
+from baccarat_audit.selection import Selection
+from baccarat_audit.timestamps import timestamp
 
-QUICK = audit.Options(validate=False)
+QUICK = run.Options(validate=False)
 INTEGRITY = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
 
 
@@ -23,7 +23,7 @@ def _findings(out, codes=INTEGRITY):
 
 
 def test_clean_shoes_have_no_integrity_findings(clean_log, tmp_path):
-    result = audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    result = run.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path, (*INTEGRITY, "TABLE_STATS")).height == 0
     assert {result.summary["checks"][c] for c in (*INTEGRITY, "TABLE_STATS")} == {"ran"}
 
@@ -31,7 +31,7 @@ def test_clean_shoes_have_no_integrity_findings(clean_log, tmp_path):
 def test_each_injected_integrity_fault_is_flagged_on_its_round(tmp_path):
     log = generate.generate(8000, seed=31, fault_rate=0.03)
     paths = generate.write(log, tmp_path / "log")
-    audit.audit(paths["parquet"], tmp_path / "out", QUICK)
+    run.audit(paths["parquet"], tmp_path / "out", QUICK)
     faults = pl.read_csv(paths["faults"]).filter(pl.col("check").is_in(INTEGRITY))
     assert set(faults["check"]) == set(INTEGRITY)
     found = _findings(tmp_path / "out")
@@ -40,7 +40,7 @@ def test_each_injected_integrity_fault_is_flagged_on_its_round(tmp_path):
 
 def test_finding_texts_name_the_card_the_gap_and_the_time(tmp_path):
     log = generate.generate(8000, seed=31, fault_rate=0.03)
-    audit.audit(generate.write(log, tmp_path / "log")["csv"], tmp_path / "out", QUICK)
+    run.audit(generate.write(log, tmp_path / "log")["csv"], tmp_path / "out", QUICK)
     found = _findings(tmp_path / "out")
     card = found.filter(pl.col("check") == "CARD_COUNT").row(0, named=True)
     assert card["expected"] == "at most 8" and card["recorded"].startswith("9 ")
@@ -58,7 +58,7 @@ def test_a_gap_names_the_hands_missing_from_it(tmp_path):
             (("S1", 1), ("S1", 2), ("S1", 6), ("S1", 8), ("S2", -3), ("S2", 3))]
     (tmp_path / "gaps.csv").write_text("round_id,shoe_id,hand_no,player_card_1,banker_card_1,player_card_2,"
                                        "banker_card_2,player_card_3,banker_card_3\n" + "\n".join(rows) + "\n")
-    audit.audit(tmp_path / "gaps.csv", tmp_path / "out", QUICK)
+    run.audit(tmp_path / "gaps.csv", tmp_path / "out", QUICK)
     assert _findings(tmp_path / "out").select("round_id", "expected", "detail").rows() == [
         ("S1-6", "3", "hand_no 6 follows 2 in shoe S1: 3 to 5 missing (not in the log, or quarantined)."),
         ("S1-8", "7", "hand_no 8 follows 6 in shoe S1: 7 missing (not in the log, or quarantined)."),
@@ -67,7 +67,7 @@ def test_a_gap_names_the_hands_missing_from_it(tmp_path):
 
 def test_burned_cards_count_and_bad_times_are_found(tmp_path):
     rows = pl.read_csv(ASSETS / "integrity.csv", infer_schema=False)
-    result = audit.audit(ASSETS / "integrity.csv", tmp_path, QUICK)
+    result = run.audit(ASSETS / "integrity.csv", tmp_path, QUICK)
     found = _findings(tmp_path).select("round_id", "check", "recorded").rows()
     assert found == [("S1-2", "CARD_COUNT", "9 KS"),
                      ("S1-2", "TIMESTAMP", "yesterday"),
@@ -79,7 +79,7 @@ def test_checks_without_their_columns_or_suits_are_skipped(tmp_path):
     rank_only = pl.read_csv(ASSETS / "integrity.csv", infer_schema=False).with_columns(
         pl.col("^.*_card_.$").str.slice(0, pl.col("^.*_card_.$").str.len_chars() - 1)).drop("dealt_at", "hand_no")
     rank_only.write_csv(tmp_path / "rank_only.csv")
-    result = audit.audit(tmp_path / "rank_only.csv", tmp_path / "out", QUICK)
+    result = run.audit(tmp_path / "rank_only.csv", tmp_path / "out", QUICK)
     assert result.summary["checks"]["CARD_COUNT"] == "skipped: the log records no suits"
     assert result.summary["checks"]["SHOE_SEQUENCE"] == "skipped: the log has no hand_no column"
     assert result.summary["checks"]["TIMESTAMP"] == "skipped: the log has no dealt_at column"
@@ -89,12 +89,12 @@ def test_checks_without_their_columns_or_suits_are_skipped(tmp_path):
 @pytest.mark.parametrize("seed", [41, 42, 43])
 def test_a_stacked_table_is_flagged_and_honest_tables_are_not(seed, tmp_path):
     log = generate.generate(12000, seed=seed, tables=4, stacked=("T03",))
-    result = audit.audit(generate.write(log, tmp_path / "log")["parquet"], tmp_path / "out", QUICK)
+    result = run.audit(generate.write(log, tmp_path / "log")["parquet"], tmp_path / "out", QUICK)
     assert result.summary["fairness"]["tables_flagged"] == ["T03"]
     stats = _findings(tmp_path / "out", ("TABLE_STATS",)).row(0, named=True)
     assert stats["table_id"] == "T03" and "Benjamini-Hochberg corrected p" in stats["detail"]
     honest = generate.generate(12000, seed=seed, tables=4)
-    clean = audit.audit(generate.write(honest, tmp_path / "honest")["parquet"], tmp_path / "clean", QUICK)
+    clean = run.audit(generate.write(honest, tmp_path / "honest")["parquet"], tmp_path / "clean", QUICK)
     assert clean.summary["fairness"]["tables_flagged"] == []
 
 
@@ -102,7 +102,7 @@ def test_table_findings_come_last_after_the_rounds_and_the_bets(tmp_path):
     """findings.parquet in its documented order: each round's, integrity's, the bets', the tables'."""
     log = generate.generate(4000, seed=41, fault_rate=0.02, tables=2, stacked=("T02",), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    audit.audit(paths["parquet"], tmp_path / "out", audit.Options(validate=False, bets=paths["bets_parquet"]))
+    run.audit(paths["parquet"], tmp_path / "out", run.Options(validate=False, bets=paths["bets_parquet"]))
     checks = pl.read_parquet(tmp_path / "out" / "findings.parquet")["check"].to_list()
     blocks = [code for i, code in enumerate(checks) if i == 0 or checks[i - 1] != code]
     assert blocks[-2:] == ["SETTLEMENT", "TABLE_STATS"] and checks.count("TABLE_STATS") == 1
@@ -111,7 +111,7 @@ def test_table_findings_come_last_after_the_rounds_and_the_bets(tmp_path):
 
 
 def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
-    audit.audit(clean_log["parquet"], tmp_path, QUICK)
+    run.audit(clean_log["parquet"], tmp_path, QUICK)
     table = pl.read_parquet(tmp_path / "fairness.parquet")
     assert set(table["level"]) == {"table", "shoe"}
     t01 = {r["test"]: r for r in table.filter((pl.col("group") == "T01")).iter_rows(named=True)}
@@ -130,9 +130,9 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
 def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, monkeypatch):
     """Chunks of 7 shoes: the rows, their order, every figure and the table level's correction are
     the same, to the last bit."""
-    audit.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
+    run.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     monkeypatch.setattr(fairness, "CHUNK_GROUPS", 7)
-    result = audit.audit(faulted_log["parquet"], tmp_path / "chunked", QUICK)
+    result = run.audit(faulted_log["parquet"], tmp_path / "chunked", QUICK)
     whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
     assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
     assert_frame_equal(whole, chunked, check_exact=True)
@@ -185,7 +185,7 @@ def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
     repeated, missing and unordered hand numbers, both give the same previous hand and running total."""
     import random
 
-    from pipeline import integrity
+    from baccarat_audit import integrity
 
     rng = random.Random(5)
     rows = 5000
@@ -211,7 +211,7 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
     only in log order is the second copy the one dealt before the hand before it."""
     from datetime import UTC, datetime
 
-    from pipeline import integrity
+    from baccarat_audit import integrity
 
     path = tmp_path / "rounds.csv"
     path.write_text("round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
@@ -221,7 +221,7 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
                     "C,S1,2,2026-11-01T10:01:00Z,4S,9H,5D,QC,,\n"
                     "D,S1,3,2026-11-01T10:03:00Z,6S,9H,5D,QC,,\n")
     log = ingest.scan(path, "round_log")
-    rounds = audit.prepared(log.frame.with_row_index("log_row"), "standard").collect()
+    rounds = run.prepared(log.frame.with_row_index("log_row"), "standard").collect()
     decks = pl.LazyFrame({"profile": ["standard"], "decks": [8]})
 
     def found(rows: pl.DataFrame) -> list[tuple]:
@@ -241,9 +241,9 @@ def test_a_window_that_begins_mid_shoe_is_not_a_gap_at_the_start_of_the_shoe(tmp
     since = log["at"][1000]
     first_kept = log.filter(pl.col("at") >= since).group_by("shoe_id").agg(pl.col("hand_no").cast(pl.Int64).min())
     assert first_kept["hand_no"].max() > 1  # the window cuts shoes
-    audit.audit(paths["parquet"], tmp_path / "whole", QUICK)
-    audit.audit(paths["parquet"], tmp_path / "narrowed",
-                audit.Options(validate=False, selection=Selection(since=since)))
+    run.audit(paths["parquet"], tmp_path / "whole", QUICK)
+    run.audit(paths["parquet"], tmp_path / "narrowed",
+                run.Options(validate=False, selection=Selection(since=since)))
     gaps = {out: set(_findings(tmp_path / out, ("SHOE_SEQUENCE",)).select("round_id", "detail").iter_rows())
             for out in ("whole", "narrowed")}
     assert gaps["narrowed"] and gaps["narrowed"] <= gaps["whole"]
@@ -324,18 +324,18 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
                      "hand": int(hand) if hand.isdigit() else None, "dealt_at": dealt_at or None, "at": at,
                      "cards": dealt})
     path.write_text("\n".join(lines) + "\n")
-    shipped, was = (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS
+    shipped, was = (profiles.SCHEMAS, profiles.PROFILES), run.PIECE_ROWS
     profiles.SCHEMAS = path.parent / "schemas"
     profiles.PROFILES = profiles.SCHEMAS / "profiles"
     profiles.PROFILES.mkdir(parents=True)
     (profiles.PROFILES / "standard.toml").write_text((shipped[1] / "standard.toml").read_text())
     (profiles.PROFILES / "one-deck.toml").write_text('name = "one-deck"\nbase = "standard"\ndecks = 1\n')
     profiles.load.cache_clear()
-    audit.PIECE_ROWS = piece_rows
+    run.PIECE_ROWS = piece_rows
     try:
-        result = audit.audit(path, path.parent / "out", audit.Options(validate=False, profile="one-deck"))
+        result = run.audit(path, path.parent / "out", run.Options(validate=False, profile="one-deck"))
     finally:
-        (profiles.SCHEMAS, profiles.PROFILES), audit.PIECE_ROWS = shipped, was
+        (profiles.SCHEMAS, profiles.PROFILES), run.PIECE_ROWS = shipped, was
         profiles.load.cache_clear()
     started = datetime.fromisoformat(result.summary["started_at"])  # every drawn time is before it
     findings = pl.read_parquet(path.parent / "out" / "findings.parquet").filter(

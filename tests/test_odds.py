@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline import odds
+from baccarat_audit import exact_odds
 
 
 @pytest.mark.parametrize(
@@ -13,7 +13,7 @@ from pipeline import odds
     ],
 )
 def test_every_ordered_deal_from_a_full_shoe(decks, banker, player, tie, all_sequences):
-    counts = odds.result_counts(decks)
+    counts = exact_odds.result_counts(decks)
     assert counts == {"BANKER": banker, "PLAYER": player, "TIE": tie}
     assert sum(counts.values()) == all_sequences
 
@@ -32,9 +32,9 @@ PUBLISHED = {
 def test_house_edges_match_the_published_figures(profile):
     from decimal import ROUND_HALF_UP, Decimal
 
-    from pipeline import profiles
+    from baccarat_audit import profiles
 
-    edges = odds.odds(profiles.load(profile)).house_edge
+    edges = exact_odds.odds(profiles.load(profile)).house_edge
     for bet, published in PUBLISHED[profile].items():
         digits = Decimal(published)
         edge = Decimal(edges[bet].numerator * 100) / Decimal(edges[bet].denominator)
@@ -44,9 +44,9 @@ def test_house_edges_match_the_published_figures(profile):
 def test_outcome_probabilities_and_pair_chance():
     from fractions import Fraction
 
-    from pipeline import profiles
+    from baccarat_audit import profiles
 
-    figures = odds.odds(profiles.load("standard"))
+    figures = exact_odds.odds(profiles.load("standard"))
     assert f"{float(figures.outcomes['BANKER']):.6f}" == "0.458597"
     assert f"{float(figures.outcomes['PLAYER']):.6f}" == "0.446247"
     assert f"{float(figures.outcomes['TIE']):.6f}" == "0.095156"
@@ -55,4 +55,4 @@ def test_outcome_probabilities_and_pair_chance():
 
 @pytest.mark.parametrize("decks", [8, 6, 1])
 def test_the_vectorized_enumeration_counts_every_finish_as_the_scalar_one(decks):
-    assert odds.finishes_vectorized(decks) == odds.finishes(decks)
+    assert exact_odds.finishes_vectorized(decks) == exact_odds.finishes(decks)

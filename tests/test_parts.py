@@ -4,7 +4,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import parts
+from baccarat_audit import parts
 
 
 @pytest.mark.parametrize("fan_out", [3, 256])

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ASSETS
-from pipeline import audit
-from pipeline.cli import app
+from baccarat_audit import run
+from baccarat_audit.cli import app
 
 DATA = ASSETS.parent.parent / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -22,7 +22,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def sample_audit(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sample")
-    audit.audit(DATA / "rounds.csv", out, audit.Options(bets=DATA / "bets.csv"))
+    run.audit(DATA / "rounds.csv", out, run.Options(bets=DATA / "bets.csv"))
     return out
 
 
@@ -60,7 +60,7 @@ def test_the_provenance_names_each_profile_used_with_what_game_it_is_and_its_bas
 def test_the_charts_draw_each_count_to_scale_and_name_it():
     """Bars in proportion to their counts on an axis of round values, with each label and count as
     text; dots at their observed shares, over a band around the expected one."""
-    from pipeline import charts
+    from baccarat_audit import charts
 
     assert charts.ticks(0, 4300) == [0, 1000, 2000, 3000, 4000, 5000]
     assert charts.ticks(0.085, 0.47) == pytest.approx([0, 0.1, 0.2, 0.3, 0.4, 0.5])
@@ -78,7 +78,7 @@ def test_the_charts_draw_each_count_to_scale_and_name_it():
 
 
 def test_a_clean_run_says_so_first(clean_log, tmp_path):
-    audit.audit(clean_log["parquet"], tmp_path)
+    run.audit(clean_log["parquet"], tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert page.split("<body>")[1].startswith('<p class="verdict clean">Clean run: all 6,000 rounds')
 
@@ -88,7 +88,7 @@ def test_bets_of_rounds_missing_from_the_log_are_counted_under_one_reason(tmp_pa
     reasons: the bets of the rounds cut from the log are one line with their count, not a line each."""
     lines = (DATA / "rounds.csv").read_text().splitlines(keepends=True)
     (tmp_path / "rounds.csv").write_text("".join(lines[:1001]))
-    audit.audit(tmp_path / "rounds.csv", tmp_path / "out", audit.Options(bets=DATA / "bets.csv", validate=False))
+    run.audit(tmp_path / "rounds.csv", tmp_path / "out", run.Options(bets=DATA / "bets.csv", validate=False))
     reasons = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")["reason"]
     missing = reasons.str.ends_with("is not in the round log").sum()
     assert missing > 1000 and reasons.str.starts_with("round '").sum() >= missing
@@ -148,11 +148,11 @@ def _verdict(out: Path) -> str:
 def test_a_clean_verdict_names_what_was_not_checked(tmp_path):
     """A log of the required columns only, without bets: clean, but the checks that could not run and
     the bets are named as not checked, and nothing is claimed paid."""
-    from pipeline import generate
+    from baccarat_audit import generate
     paths = generate.write(generate.generate(300, seed=4), tmp_path / "log")
     required = ["round_id", *(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))]
     pl.read_csv(paths["csv"], infer_schema=False).select(required).write_csv(tmp_path / "bare.csv")
-    result = audit.audit(tmp_path / "bare.csv", tmp_path / "out")
+    result = run.audit(tmp_path / "bare.csv", tmp_path / "out")
     verdict = _verdict(tmp_path / "out")
     skipped = [check for check, state in result.summary["checks"].items() if state.startswith("skipped")]
     assert result.exit_code == 0 and len(skipped) >= 6
@@ -162,10 +162,10 @@ def test_a_clean_verdict_names_what_was_not_checked(tmp_path):
 
 
 def test_the_verdict_counts_rounds_and_bets_apart_and_names_unfair_tables(tmp_path):
-    from pipeline import generate
+    from baccarat_audit import generate
     paths = generate.write(generate.generate(8000, seed=3, fault_rate=0.01, with_bets=True, stacked=("T02",)),
                            tmp_path / "log")
-    result = audit.audit(paths["csv"], tmp_path / "out", audit.Options(bets=paths["bets_csv"]))
+    result = run.audit(paths["csv"], tmp_path / "out", run.Options(bets=paths["bets_csv"]))
     found = result.summary["findings"]
     rounds = sum(n for check, n in found.items() if check not in ("SETTLEMENT", "DUPLICATE_BET"))
     verdict = _verdict(tmp_path / "out")

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, amount_like, output
-from pipeline import audit, bets, explain, generate, ingest, parts, profiles, settlement
-from pipeline.errors import InputError
+from baccarat_audit import run, bets, explanation, generate, ingest, parts, profiles, settlement
+from baccarat_audit.errors import InputError
 
 ROUNDS, BETS = ASSETS / "mixed_notation.csv", ASSETS / "mixed_notation_bets.csv"
 
@@ -58,7 +58,7 @@ def test_money_is_summed_within_a_currency_only(tmp_path):
     currency = pl.when(pounds).then(pl.lit("GBP")).when(pl.col("bet_id") == "B5").then(pl.lit(" eur ")).otherwise(
         pl.lit("EUR"))
     pl.read_csv(BETS, infer_schema=False).with_columns(currency=currency).write_csv(tmp_path / "bets.csv")
-    s = audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False)).summary
+    s = run.audit(ROUNDS, tmp_path / "out", run.Options(bets=tmp_path / "bets.csv", validate=False)).summary
     assert s["money"] == [{"currency": "EUR", "overpaid": "61.00", "underpaid": "0.00"},
                           {"currency": "GBP", "overpaid": "20.00", "underpaid": "10.00"}]
     assert (s["overpaid"], s["underpaid"]) == (None, None)  # 81.00 and 10.00 in two currencies
@@ -75,7 +75,7 @@ def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
         status=pl.col("bet_id").replace_strict(status, default=None),
         paid=pl.col("bet_id").replace_strict(paid, default=pl.col("paid")))
     log.write_csv(tmp_path / "bets.csv")
-    audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False))
+    run.audit(ROUNDS, tmp_path / "out", run.Options(bets=tmp_path / "bets.csv", validate=False))
     settled = _settlement(tmp_path / "out")
     assert settled["B2"] == ("10.00", "0") and settled["B3"] == ("0.00", "60") and "B1" not in settled
     b2 = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("bet_id") == "B2")["detail"].item()
@@ -85,8 +85,8 @@ def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
         "bet_id", "status", "reason").rows()
     assert "B19" not in quarantine["bet_id"].to_list()  # void: settled without its round (R99, not in the log)
     round_row = ingest.rows_for_round(ROUNDS, "round_log", "R2")[0] | {"profile": "standard"}
-    (explained,) = explain.settle_bets(explain.explain(round_row),
-                                       ingest.rows_for_round(tmp_path / "bets.csv", "bet_log", "R2"))[1:2]
+    (explained,) = explanation.settle_bets(explanation.explain(round_row),
+                                           ingest.rows_for_round(tmp_path / "bets.csv", "bet_log", "R2"))[1:2]
     assert explained["steps"][0] == "The bet is VOIDED: its stake is returned whatever the cards."
     assert (explained["expected"], explained["agrees"]) == ("10.00", False)
 
@@ -96,7 +96,7 @@ def test_the_evidence_of_a_void_bet_not_returned_settles_it_without_its_round(tm
     flagged when its stake is not returned, and the report's evidence settles it step by step."""
     pl.DataFrame({"round_id": ["R99", "R1"], "bet_id": ["B1", "B2"], "bet_type": "PLAYER", "stake": "10",
                   "paid": "0", "status": "VOID"}).write_csv(tmp_path / "bets.csv")
-    audit.audit(ROUNDS, tmp_path / "out", audit.Options(bets=tmp_path / "bets.csv", validate=False))
+    run.audit(ROUNDS, tmp_path / "out", run.Options(bets=tmp_path / "bets.csv", validate=False))
     evidence = json.loads((tmp_path / "out" / "evidence.json").read_text())["SETTLEMENT"]
     assert [(e["bet_id"], [b["steps"] for b in e["bets"]]) for e in evidence] == [
         (bet, [["The bet is VOID: its stake is returned whatever the cards.", "Expected 10.00, paid 0: WRONG."]])
@@ -105,7 +105,7 @@ def test_the_evidence_of_a_void_bet_not_returned_settles_it_without_its_round(tm
 
 
 def test_hand_checked_bets_under_the_standard_profile(tmp_path):
-    result = audit.audit(ROUNDS, tmp_path, audit.Options(bets=BETS, validate=False))
+    result = run.audit(ROUNDS, tmp_path, run.Options(bets=BETS, validate=False))
     assert _settlement(tmp_path) == {
         "B3": ("0.00", "60"),  # K-5 is no pair
         "B5": ("19.50", "20.00"),  # commission not taken
@@ -137,13 +137,13 @@ def test_hand_checked_bets_under_the_standard_profile(tmp_path):
 
 
 def test_the_profile_changes_what_is_owed(tmp_path):
-    audit.audit(ROUNDS, tmp_path / "s6", audit.Options(bets=BETS, profile="super-6", validate=False))
+    run.audit(ROUNDS, tmp_path / "s6", run.Options(bets=BETS, profile="super-6", validate=False))
     owed = _settlement(tmp_path / "s6")
     assert owed["B25"] == ("15.00", "20")  # Banker won with 6: 0.5:1
     assert "B5" not in owed and owed["B4"] == ("20.02", "19.5195")  # no commission
     detail = pl.read_parquet(tmp_path / "s6" / "findings.parquet").filter(pl.col("bet_id") == "B25")["detail"][0]
     assert "Banker won with 6: pays 0.5:1 (super-6 profile); stake 10, expected 15.00, paid 20." in detail
-    audit.audit(ROUNDS, tmp_path / "chips", audit.Options(bets=BETS, profile="floor-chips", validate=False))
+    run.audit(ROUNDS, tmp_path / "chips", run.Options(bets=BETS, profile="floor-chips", validate=False))
     # 19.5195 rounded up (in the player's favour) to the 0.25 chip.
     assert _settlement(tmp_path / "chips")["B4"] == ("19.75", "19.5195")
 
@@ -152,7 +152,7 @@ def test_the_profile_changes_what_is_owed(tmp_path):
 def test_correctly_paid_log_has_no_settlement_findings(profile, tmp_path):
     log = generate.generate(800, seed=21, profile_names=(profile,), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    result = audit.audit(paths["parquet"], tmp_path / "out", audit.Options(bets=paths["bets_csv"], validate=False))
+    result = run.audit(paths["parquet"], tmp_path / "out", run.Options(bets=paths["bets_csv"], validate=False))
     offered = set(bets.offered(profiles.load(profile)))
     assert {b["bet_type"] for b in log.bets} == offered
     s = result.summary
@@ -164,7 +164,7 @@ def test_injected_payout_faults_on_a_mixed_profile_log_are_flagged_on_exactly_th
     log = generate.generate(4000, seed=22, fault_rate=0.03, tables=5, profile_names=tuple(profiles.available()),
                             with_bets=True)
     paths = generate.write(log, tmp_path / "log")
-    result = audit.audit(paths["csv"], tmp_path / "out", audit.Options(bets=paths["bets_parquet"], validate=False))
+    result = run.audit(paths["csv"], tmp_path / "out", run.Options(bets=paths["bets_parquet"], validate=False))
     faults = pl.read_csv(paths["faults"])
     findings = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
     expected = faults.filter(pl.col("check") == "SETTLEMENT")["bet_id"]
@@ -181,9 +181,9 @@ def test_unknown_profile_in_the_log_stops_the_run(tmp_path):
     log = pl.read_csv(ROUNDS, infer_schema=False).with_columns(profile=pl.lit("baccarat-royale"))
     log.write_csv(tmp_path / "rounds.csv")
     with pytest.raises(InputError, match="rounds.csv: column profile: unknown rules profile 'baccarat-royale'"):
-        audit.audit(tmp_path / "rounds.csv", tmp_path / "out", audit.Options(validate=False))
+        run.audit(tmp_path / "rounds.csv", tmp_path / "out", run.Options(validate=False))
     with pytest.raises(InputError, match="unknown rules profile 'nope'"):
-        audit.audit(ROUNDS, tmp_path / "out", audit.Options(profile="nope"))
+        run.audit(ROUNDS, tmp_path / "out", run.Options(profile="nope"))
 
 
 def test_a_profile_is_a_file(tmp_path, monkeypatch):
@@ -208,10 +208,10 @@ def test_a_bet_recorded_twice_is_flagged_on_every_copy_with_the_contract_or_with
     once = "round_id,bet_id,bet_type,stake,paid\nR1,B1,PLAYER,10,20\nR2,B2,BANKER,10,19.50\n"
     (tmp_path / "once.csv").write_text(once)
     (tmp_path / "twice.csv").write_text(once + "R1,B1,PLAYER,10,20\n")
-    clean = audit.audit(tmp_path / "rounds.csv", tmp_path / "clean", audit.Options(bets=tmp_path / "once.csv"))
+    clean = run.audit(tmp_path / "rounds.csv", tmp_path / "clean", run.Options(bets=tmp_path / "once.csv"))
     assert clean.exit_code == 0 and clean.summary["findings"]["DUPLICATE_BET"] == 0
-    for options in (audit.Options(bets=tmp_path / "twice.csv"), audit.Options(validate=False, bets=tmp_path / "twice.csv")):
-        result = audit.audit(tmp_path / "rounds.csv", tmp_path / "out", options)
+    for options in (run.Options(bets=tmp_path / "twice.csv"), run.Options(validate=False, bets=tmp_path / "twice.csv")):
+        result = run.audit(tmp_path / "rounds.csv", tmp_path / "out", options)
         assert (result.exit_code, result.summary["bets_flagged"]) == (1, 0)
         found = pl.read_parquet(tmp_path / "out" / "findings.parquet")
         assert found.select("source_row", "bet_id", "check", "recorded", "detail").rows() == [
@@ -232,12 +232,12 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
     # Five bets at the end again, and the last one under the 101st bet's id: 12 rows with a copy.
     pl.concat([placed, placed.head(5), placed.tail(1).with_columns(bet_id=pl.lit(placed["bet_id"][100]))]
               ).write_parquet(tmp_path / "bets_twice.parquet")
-    options = audit.Options(validate=False, bets=tmp_path / "bets_twice.parquet")
-    whole = audit.audit(paths["parquet"], tmp_path / "whole", options)
-    monkeypatch.setattr(audit, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets
-    cut = audit.audit(paths["parquet"], tmp_path / "cut", options)
+    options = run.Options(validate=False, bets=tmp_path / "bets_twice.parquet")
+    whole = run.audit(paths["parquet"], tmp_path / "whole", options)
+    monkeypatch.setattr(run, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets
+    cut = run.audit(paths["parquet"], tmp_path / "cut", options)
     monkeypatch.setattr(parts, "FAN_OUT", 4)  # 96 parts filed in buckets of 24, integrity's 6 groups in 2s
-    bucketed = audit.audit(paths["parquet"], tmp_path / "bucketed", options)
+    bucketed = run.audit(paths["parquet"], tmp_path / "bucketed", options)
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
     assert whole.summary["findings"]["DUPLICATE_BET"] == 12
     for other in (cut, bucketed):
@@ -329,7 +329,7 @@ def test_every_line_of_a_csv_bet_log_is_settled_or_quarantined_with_its_reason(t
     lines = (BET_LINES[kind][0](i) for i, kind in enumerate(kinds))
     text = end.join(["round_id,bet_id,bet_type,stake,paid,status", *lines])
     (folder / "bets.csv").write_bytes((text + (end if ends else "")).encode())
-    summary = audit.audit(folder / "rounds.csv", folder / "out", audit.Options(bets=folder / "bets.csv", validate=False,
+    summary = run.audit(folder / "rounds.csv", folder / "out", run.Options(bets=folder / "bets.csv", validate=False,
                                                                             across_rounds=False)).summary
     quarantine = pl.read_parquet(folder / "out" / "bets_quarantine.parquet")
     reasons = {row: reason.split("; ")[0] for row, reason in quarantine.select("source_row", "reason").iter_rows()}

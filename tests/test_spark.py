@@ -15,15 +15,15 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from conftest import ASSETS, output
-from pipeline import audit, generate, ingest
-from pipeline.errors import InputError
-from pipeline.selection import Selection
+from baccarat_audit import run, generate, ingest
+from baccarat_audit.errors import InputError
+from baccarat_audit.selection import Selection
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (.ci/run installs it)")
 if shutil.which("java") is None:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
-from pipeline import spark  # noqa: E402
+from baccarat_audit import spark  # noqa: E402
 
 def test_spark_and_polars_give_the_same_outputs(tmp_path):
     """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement, the
@@ -40,9 +40,9 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
                        hand_written.filter(pl.col("bet_id") == "B7").with_columns(bet_id=pl.lit(log.bets[0]["bet_id"]))])
     pl.concat([hand_written, twice]).with_columns(
         status=pl.col("bet_id").replace_strict(statuses, default=None)).write_csv(tmp_path / "bets.csv")
-    options = audit.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"], data_docs=True)
+    options = run.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"], data_docs=True)
     on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
-    on_polars = audit.audit(inputs, tmp_path / "polars", options).summary
+    on_polars = run.audit(inputs, tmp_path / "polars", options).summary
     assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(
         (tmp_path / "polars" / "evidence.json").read_text())
     assert (tmp_path / "spark" / "report.html").stat().st_size > 0
@@ -91,13 +91,13 @@ def _same_outputs(spark_dir, polars_dir) -> None:
 def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     """A provider's mapping, a selection, and a Hive folder that names the table: Spark sees the same rows."""
     data = ASSETS.parent.parent / "data"
-    narrowed = audit.Options(validate=False, mapping=ingest.load_mapping("provider-b"),
-                             selection=Selection(shoes=("T01-S0001", "T01-S0003"),
-                                                        since=datetime(2026, 11, 1, 18, 20, tzinfo=UTC),
-                                                        until=datetime(2026, 11, 1, 19, 30, tzinfo=UTC)))
-    for engine, run in (("spark", lambda out, o: spark.audit([str(data / "provider_b_rounds.csv")], out, o)),
-                        ("polars", lambda out, o: audit.audit([str(data / "provider_b_rounds.csv")], out, o))):
-        run(tmp_path / f"narrowed_{engine}", narrowed)
+    narrowed = run.Options(validate=False, mapping=ingest.load_mapping("provider-b"),
+                           selection=Selection(shoes=("T01-S0001", "T01-S0003"),
+                                               since=datetime(2026, 11, 1, 18, 20, tzinfo=UTC),
+                                               until=datetime(2026, 11, 1, 19, 30, tzinfo=UTC)))
+    for engine, audit_with in (("spark", lambda out, o: spark.audit([str(data / "provider_b_rounds.csv")], out, o)),
+                               ("polars", lambda out, o: run.audit([str(data / "provider_b_rounds.csv")], out, o))):
+        audit_with(tmp_path / f"narrowed_{engine}", narrowed)
     _same_outputs(tmp_path / "narrowed_spark", tmp_path / "narrowed_polars")
     assert 0 < json.loads((tmp_path / "narrowed_spark" / "summary.json").read_text())["rows_read"] < 300
 
@@ -110,17 +110,17 @@ def test_spark_reads_mapped_narrowed_and_hive_logs_as_polars_does(tmp_path):
     closed.mkdir()
     rounds.drop("table_id").head(0).write_parquet(closed / "rounds.parquet")
     rounds.drop("table_id").head(0).write_csv(closed / "rounds.csv")
-    plain = audit.Options(validate=False)
+    plain = run.Options(validate=False)
     spark.audit(tmp_path / "hive", tmp_path / "hive_spark", plain)
-    audit.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
+    run.audit(tmp_path / "hive", tmp_path / "hive_polars", plain)
     _same_outputs(tmp_path / "hive_spark", tmp_path / "hive_polars")
     assert set(pl.read_parquet(tmp_path / "hive_spark" / "findings.parquet")["table_id"]) <= set(rounds["table_id"])
     inputs = json.loads((tmp_path / "hive_spark" / "summary.json").read_text())["inputs"]
     assert [i["rows"] for i in inputs if "T09" in i["path"]] == [0, 0]
     # T01's folder unread; only the bets of T02's rounds settled.
-    one_table = audit.Options(validate=False, selection=Selection(tables=("T02",)), bets=data / "bets.parquet")
+    one_table = run.Options(validate=False, selection=Selection(tables=("T02",)), bets=data / "bets.parquet")
     spark.audit(tmp_path / "hive", tmp_path / "table_spark", one_table)
-    audit.audit(tmp_path / "hive", tmp_path / "table_polars", one_table)
+    run.audit(tmp_path / "hive", tmp_path / "table_polars", one_table)
     _same_outputs(tmp_path / "table_spark", tmp_path / "table_polars")
     assert set(pl.read_parquet(tmp_path / "table_spark" / "findings.parquet")["table_id"]) == {"T02"}
     bets_read = json.loads((tmp_path / "table_spark" / "summary.json").read_text())["bets_read"]
@@ -183,7 +183,7 @@ def test_spark_stops_with_the_polars_engines_one_line(tmp_path, selection, bets,
     with a task's failure: a CSV bet record that spans lines (counted on the driver first) and a narrowing
     that keeps no row."""
     (tmp_path / "span.csv").write_text('round_id,bet_id,bet_type,stake,paid\nR1,B1,PLAYER,10,20\n"R\n1",B2,TIE,10,0\n')
-    options = audit.Options(validate=False, selection=selection, bets=bets and tmp_path / bets)
+    options = run.Options(validate=False, selection=selection, bets=bets and tmp_path / bets)
     with pytest.raises(InputError, match=message):
         spark.audit(ASSETS.parent.parent / "data" / "rounds.csv", tmp_path / "out", options, master="local[2]")
 
@@ -195,14 +195,14 @@ def test_a_path_spark_cannot_take_is_one_line(tmp_path):
     shutil.copy(ASSETS / "mixed_notation.csv", tmp_path / "22:00" / "night[1].csv")
     with pytest.raises(InputError, match=r"night\[1\]\.csv: Spark's reader cannot take a path with both ':' "
                                          r"and one of \[\]\{\}\*\?\\; rename it, or audit it with --engine polars"):
-        spark.audit(tmp_path / "22:00", tmp_path / "out", audit.Options(validate=False), "local[1]")
+        spark.audit(tmp_path / "22:00", tmp_path / "out", run.Options(validate=False), "local[1]")
 
 
 def test_a_master_url_spark_cannot_take_is_one_line(tmp_path):
     """Spark's JVM would refuse it with a Java stack trace; the run stops first, with exit 2. (An
     unreachable master makes Spark give up after a minute; that one line is in the README.)"""
     with pytest.raises(InputError, match=r"--spark-master spark:/head:7077: expected local, local\[N\], spark://"):
-        spark.audit(ASSETS / "mixed_notation.csv", tmp_path / "out", audit.Options(validate=False), "spark:/head:7077")
+        spark.audit(ASSETS / "mixed_notation.csv", tmp_path / "out", run.Options(validate=False), "spark:/head:7077")
 
 
 def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
@@ -216,9 +216,9 @@ def test_spark_reads_typed_columns_as_the_polars_engine_does(tmp_path):
                      .cast(pl.Decimal(38, 10), strict=False), shoe_id=pl.lit("S1"),
                      hand_no=pl.Series(hands[:log.height]), dealt_at=pl.Series(dealt)
                      ).write_parquet(tmp_path / "typed.parquet")
-    options = audit.Options(validate=False)
+    options = run.Options(validate=False)
     spark.audit(tmp_path / "typed.parquet", tmp_path / "spark", options, master="local[2]")
-    audit.audit(tmp_path / "typed.parquet", tmp_path / "polars", options)
+    run.audit(tmp_path / "typed.parquet", tmp_path / "polars", options)
     for name in ("findings.parquet", "quarantine.parquet"):
         assert output(tmp_path / "spark" / name).equals(output(tmp_path / "polars" / name)), name
     findings = pl.read_parquet(tmp_path / "polars" / "findings.parquet")
@@ -254,7 +254,7 @@ def test_a_stop_by_signal_ends_the_spark_driver_and_its_jvm(tmp_path):
     (`communicate` returns only once the JVM, which shares the driver's stderr, has closed it too.)"""
     out = tmp_path / "out"
     log = ASSETS.parent.parent / "data" / "rounds.parquet"
-    running = subprocess.Popen([sys.executable, "-m", "pipeline", "audit", str(log), "--out", str(out),
+    running = subprocess.Popen([sys.executable, "-m", "baccarat_audit", "audit", str(log), "--out", str(out),
                                 "--engine", "spark", "--quiet", "--no-contract"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).parent.parent
 
 
-INSTALLED = "import sys, time\nfrom pathlib import Path\nfrom pipeline import stops\nstops.install(2)\n"
+INSTALLED = "import sys, time\nfrom pathlib import Path\nfrom baccarat_audit import stops\nstops.install(2)\n"
 
 
 def stopped(body: str, stop: str = "SIGTERM", first: str = INSTALLED) -> subprocess.CompletedProcess:
@@ -100,7 +100,7 @@ def test_the_command_takes_a_stop_while_it_is_still_importing_its_libraries(stop
 
         sys.meta_path.insert(0, Slow())
         sys.argv = ["baccarat-audit", "--help"]
-        from pipeline.__main__ import main
+        from baccarat_audit.__main__ import main
         main()
         """, stop, first="")
     assert (done.returncode, done.stderr, done.stdout) == (2, one_line(stop), "")
@@ -112,7 +112,7 @@ def test_a_stop_removes_the_scratch_folder_of_validate_and_leaves_its_data_docs_
     Great Expectations, with both made. The earlier run's Data Docs stay as they were."""
     scratch, out = tmp_path / "scratch", tmp_path / "out"
     scratch.mkdir()
-    subprocess.run([sys.executable, "-m", "pipeline", "validate", "data/bets.csv", "--bets", "--docs", out / "docs"],
+    subprocess.run([sys.executable, "-m", "baccarat_audit", "validate", "data/bets.csv", "--bets", "--docs", out / "docs"],
                    cwd=ROOT, check=True, capture_output=True)
     earlier = (out / "docs" / "index.html").read_bytes()
     done = stopped(f"""
@@ -129,7 +129,7 @@ def test_a_stop_removes_the_scratch_folder_of_validate_and_leaves_its_data_docs_
         tempfile.tempdir = {str(scratch)!r}
         sys.meta_path.insert(0, Slow())
         sys.argv = ["baccarat-audit", "validate", "data/rounds.csv", "--docs", {str(out / "docs")!r}]
-        from pipeline.__main__ import main
+        from baccarat_audit.__main__ import main
         main()
         """, first="")
     assert (done.returncode, done.stderr) == (2, one_line("SIGTERM"))

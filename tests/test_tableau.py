@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pipeline import audit, cards, coup, explain, ingest, integrity, replay, tableau
-from pipeline.checks import PER_ROUND
-from pipeline.findings import round_findings
+from baccarat_audit import run, cards, coup, explanation, ingest, integrity, replay, tableau
+from baccarat_audit.checks import PER_ROUND
+from baccarat_audit.findings import round_findings
 
 VALUES = range(10)
 THIRDS = (None, *VALUES)
@@ -87,10 +87,10 @@ def test_each_round_check_flags_what_the_scalar_replay_says_disagrees(tmp_path_f
         csv.writer(handle, lineterminator="\n").writerows(
             [header, *([f"R{i}", *opening, *thirds, player, banker, outcome]
                        for i, (opening, thirds, player, banker, outcome) in enumerate(rounds))])
-    rows = audit.prepared(ingest.scan(path, "round_log").frame, "standard").collect()
+    rows = run.prepared(ingest.scan(path, "round_log").frame, "standard").collect()
     assert rows["reject"].null_count() == len(rounds)  # every card is readable
     flagged = set(round_findings(rows.lazy(), PER_ROUND).select("round_id", "check").collect().iter_rows())
     disagree = {(row["round_id"], comparison["field"].upper().replace(" ", "_"))
                 for row in rows.iter_rows(named=True)
-                for comparison in explain.explain(row)["comparisons"] if comparison["agrees"] is False}
+                for comparison in explanation.explain(row)["comparisons"] if comparison["agrees"] is False}
     assert flagged == disagree

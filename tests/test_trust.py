@@ -18,11 +18,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pipeline import audit, generate
+from baccarat_audit import run, generate
 
 DATA = Path(__file__).parent.parent / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-TOOL = [sys.executable, "-m", "pipeline"]
+TOOL = [sys.executable, "-m", "baccarat_audit"]
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3"
 ROUND = "R{},KS,9H,5D,QC,,"  # a natural 9 for Banker: nobody draws
 
@@ -148,8 +148,8 @@ def test_every_entry_of_an_input_folder_is_read_or_named_with_why(tmp_path):
 
 
 def test_a_folder_that_cannot_be_listed_stops_the_run(tmp_path, monkeypatch):
-    from pipeline import ingest
-    from pipeline.errors import InputError
+    from baccarat_audit import ingest
+    from baccarat_audit.errors import InputError
 
     logs = tmp_path / "logs"
     small_log(logs / "T01")
@@ -182,7 +182,7 @@ def test_every_line_end_gives_every_row_as_pythons_csv_module_reads_them(tmp_pat
     (folder / "a.csv").write_bytes(text.encode())
     (folder / "b.csv").write_text(f"{HEADER}\n{ROUND.format('b')}\n")  # a log beside it, as in a nightly folder
     records = list(csv.reader(io.StringIO(text, newline="")))
-    result = audit.audit(folder, folder / "out", audit.Options(validate=False, across_rounds=False))
+    result = run.audit(folder, folder / "out", run.Options(validate=False, across_rounds=False))
     counted = {Path(i["path"]).name: i["rows"] for i in result.summary["inputs"]}
     assert counted == {"a.csv": len(records) - 1, "b.csv": 1}
     assert result.summary["rows_read"] == result.summary["rounds_audited"] + result.summary["rows_quarantined"]
@@ -241,7 +241,7 @@ def test_an_output_that_cannot_be_written_names_the_output_not_the_log(tmp_path)
 def _forged(tmp_path: Path) -> Path:
     """A Parquet log whose faulted rounds' ids hold terminal controls, a forged line and 10 MB."""
     rounds = pl.read_parquet(DATA / "rounds.parquet").head(400)
-    found = audit.audit(DATA / "rounds.parquet", tmp_path / "first", audit.Options(validate=False))
+    found = run.audit(DATA / "rounds.parquet", tmp_path / "first", run.Options(validate=False))
     findings = pl.read_parquet(tmp_path / "first" / "findings.parquet")
     rows = findings.filter(pl.col("check").str.ends_with("_DRAW"))["source_row"].cast(pl.Int64)
     first = [r - 1 for r in rows.to_list() if r <= 400][:2]
@@ -373,7 +373,7 @@ def _run(args: list) -> tuple[int, str]:
     """The installed command's entry point, in this process: its exit code and what it printed."""
     from contextlib import redirect_stderr, redirect_stdout
 
-    from pipeline import cli as command
+    from baccarat_audit import cli as command
 
     printed = io.StringIO()
     with redirect_stdout(printed), redirect_stderr(printed), pytest.MonkeyPatch.context() as patch:

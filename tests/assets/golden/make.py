@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import generate
+from baccarat_audit import generate
 
 HERE = Path(__file__).parent
 SPELT = {"H": "♥", "D": "♦", "C": "♣", "S": "♠"}

@@ -16,8 +16,8 @@ from itertools import product
 
 import polars as pl
 
-from pipeline import bets, tableau
-from pipeline.profiles import Profile
+from . import bets, tableau
+from .profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def finishes_vectorized(decks: int) -> Counter[Finish]:
     a second, and a second evaluator of the enumeration that the tests hold to the first.
     Cached per deck count: treat the result as read-only.
     """
-    from pipeline.replay import replay
+    from .replay import replay
 
     counts = shoe_counts(decks)
     names = [f"v{k}" for k in range(1, 7)]

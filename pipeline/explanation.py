@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from pipeline import bets, cards, ingest, profiles, tableau
-from pipeline.settlement import money_str, parse_amount
-from pipeline.coup import Replay, replay
+from . import bets, cards, ingest, profiles, tableau
+from .settlement import money_str, parse_amount
+from .coup import Replay, replay
 
 
 def _listed(values: frozenset[int]) -> str:

@@ -27,17 +27,17 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import (__version__, cards, contract, evidence, expectations, fairness, ingest, integrity, owned,
-                      parts, profiles, report, settlement, stops, stored)
-from pipeline.checks import CHECKS, CODES, DUPLICATE, PER_ROUND
-from pipeline.preload import preload
-from pipeline.errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from pipeline.findings import in_log_order, published, repeated_keys, round_findings
-from pipeline.ids import id_key
-from pipeline.replay import replay
-from pipeline.selection import Selection
-from pipeline.shown import kept_short
-from pipeline.timestamps import with_timestamp
+from . import (__version__, cards, contract, evidence, expectations, fairness, ingest, integrity, owned,
+               parts, profiles, report, settlement, stops, stored)
+from .checks import CHECKS, CODES, DUPLICATE, PER_ROUND
+from .preload import preload
+from .errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
+from .findings import in_log_order, published, repeated_keys, round_findings
+from .ids import id_key
+from .replay import replay
+from .selection import Selection
+from .shown import kept_short
+from .timestamps import with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS

@@ -1,0 +1,125 @@
+"""The library: what a notebook or an orchestrator calls, the same audit as the command line's.
+
+`audit` takes a round log (and bets) as paths or as polars frames and returns what it found as polars
+frames with the summary; `explain` replays one round step by step, as `explain --json` prints it;
+`odds` gives a profile's exact figures. Bad input raises `InputError`, whose message is the line the
+command line prints.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from . import exact_odds, explanation, ingest, profiles, run
+from .errors import InputError
+
+#: A log as `audit` and `explain` take it: a file, a folder, a glob, a list of them, or a polars frame
+#: with the contract's columns (as a file would hold them).
+Log = Path | str | list | pl.DataFrame | pl.LazyFrame
+
+
+@dataclass(frozen=True)
+class Audit:
+    """An audit's outputs, read back: the frames are the files of the output directory, whole."""
+
+    summary: dict  # summary.json
+    findings: pl.DataFrame  # findings.parquet, in log order
+    quarantine: pl.DataFrame  # quarantine.parquet: the rows of the round log not audited, with why
+    bets_quarantine: pl.DataFrame | None  # bets_quarantine.parquet; None: no bets were audited
+    fairness: pl.DataFrame | None  # fairness.parquet; None: not tested (no table, dealer or shoe)
+    out_dir: Path | None  # where the outputs, report.html included, were written; None: nowhere
+
+    @property
+    def exit_code(self) -> int:
+        """What the command line would exit with: 0 clean, 1 flagged (see `fail_on`)."""
+        return self.summary["exit_code"]
+
+
+def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = None,
+          profile: str = profiles.DEFAULT, mapping: str | Path | None = None,
+          bets_mapping: str | Path | None = None, contract: bool = True, as_of: datetime | None = None,
+          fail_on: tuple[str, ...] = run.FAIL_ON) -> Audit:
+    """Audit `rounds` (and `bets`) as `baccarat-audit audit` does. The outputs are written to `out_dir`
+    when one is given (report.html and evidence.json too), else to a temporary folder, removed once
+    they are read. A frame is audited as a Parquet file written to a temporary folder: its findings
+    name that file in `source_file` and number its rows from 1 in `source_row`."""
+    with ExitStack() as stack:
+        rounds = stack.enter_context(_as_file(rounds, "rounds"))
+        bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
+        out = Path(out_dir) if out_dir is not None else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
+        options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
+                              bets_mapping=_mapping(bets_mapping), validate=contract, as_of=as_of,
+                              fail_on=frozenset(fail_on))
+        done = run.audit(rounds, out, options)
+        read = {name: pl.read_parquet(out / f"{name}.parquet") if (out / f"{name}.parquet").is_file() else None
+                for name in ("findings", "quarantine", "bets_quarantine", "fairness")}
+        return Audit(done.summary, **read, out_dir=None if out_dir is None else out)
+
+
+def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str = profiles.DEFAULT,
+            mapping: str | Path | None = None, bets_mapping: str | Path | None = None) -> list[dict]:
+    """Every row of the round log with `round_id`, replayed step by step (or quarantined, with why),
+    with its bets settled when `bets` are given: what `explain --json` prints, as documented by
+    schemas/explain.schema.json. `explanation.found_anything` of it is the exit code's question."""
+    with ExitStack() as stack:
+        rounds = stack.enter_context(_as_file(rounds, "rounds"))
+        bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
+        round_mapping, bet_mapping = _mapping(mapping), _mapping(bets_mapping)
+        profiles.load(profile)
+        rows = ingest.rows_for_round(rounds, "round_log", round_id, round_mapping)
+        bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, bet_mapping) if bets else []
+        bet_ids = sorted({row["bet_id"] for row in bet_rows if row["bet_id"] is not None})
+        bet_places = ingest.places_of(bets, "bet_log", "bet_id", bet_ids, bet_mapping) if bet_ids else []
+        for row in rows:
+            row["profile"] = row["profile"] or profile
+        # Held to the profiles as the audit holds a log: an unknown one names the file and column.
+        named = pl.LazyFrame({"profile": [row["profile"] for row in rows],
+                              "malformed": [row["malformed"] for row in rows]},
+                             schema={"profile": pl.String, "malformed": pl.String})
+        run.profiles_in(named, Path(rounds), profile)
+    if not rows:
+        raise InputError(f"{rounds}: no row has round_id {round_id!r}")
+    explained = [explanation.explain(row) for row in rows if row["reject"] is None]
+    explanation.note_copies(explained)
+    rejected = [{"round_id": round_id, "source_file": row["source_file"], "source_row": row["source_row"],
+                 "quarantined": row["reject"]} for row in rows if row["reject"] is not None]
+    if bets:  # with each replayed row; with the first quarantined one when none was replayed
+        unsettled = explanation.unsettled(round_id, len(explained), len(rejected))
+        for explained_row in explained:
+            explained_row["bets"] = explanation.settle_bets(explained_row, bet_rows, unsettled)
+        if not explained:
+            rejected[0]["bets"] = explanation.settle_bets(rows[0], bet_rows, unsettled)
+        for entry in explained + rejected[:1]:
+            explanation.note_bet_copies(entry.get("bets", []), bet_places)
+    return explained + rejected
+
+
+def odds(profile: str = profiles.DEFAULT, decks: int | None = None) -> exact_odds.Odds:
+    """A profile's exact figures (outcome probabilities, each bet's cases, house edges), as fractions,
+    by enumerating every ordered deal from a full shoe of `decks` (default: the profile's)."""
+    return exact_odds.odds(profiles.load(profile), decks)
+
+
+def _mapping(name_or_path: str | Path | None) -> ingest.Mapping | None:
+    return None if name_or_path is None else ingest.load_mapping(name_or_path)
+
+
+@contextmanager
+def _as_file(log: Log, role: str) -> Iterator[Path | str | list]:
+    """A log as the audit reads it: paths as they are; a polars frame written to `ROLE.parquet` in a
+    temporary folder, removed on the way out."""
+    if not isinstance(log, pl.DataFrame | pl.LazyFrame):
+        yield log
+        return
+    with tempfile.TemporaryDirectory(prefix="baccarat-audit-frame-") as folder:
+        path = Path(folder) / f"{role}.parquet"
+        (log.collect() if isinstance(log, pl.LazyFrame) else log).write_parquet(path)
+        yield path
