@@ -125,20 +125,48 @@ def test_report_command_rebuilds_the_page_from_the_directory(sample_audit, tmp_p
     assert result.exit_code == 2 and "summary.json has no 'money', so another version" in result.output
 
 
+def _page_requests(net_log: Path) -> set[str]:
+    """Every URL a page asked for, from Chromium's NetLog: the requests made for a page opened from a
+    file (its network isolation key is file://), not the browser's own (updates, clock, accounts)."""
+    log = json.loads(net_log.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return {event["params"]["url"] for event in log["events"]
+            if event["type"] == start and "file://" in event["params"].get("network_isolation_key", "")}
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
-def test_the_report_renders_in_headless_chromium(sample_audit, tmp_path):
+def test_the_report_renders_in_headless_chromium_with_the_network_cut_off(sample_audit, tmp_path):
+    """An air-gapped compliance network: every name fails to resolve, and the page must ask for
+    nothing outside its output directory (Chromium's NetLog lists what it asked for)."""
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={tmp_path / 'net.json'}",
              f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars"]
     url = (sample_audit / "report.html").as_uri()
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count("<svg") >= 4 and "Provenance" in dom.stdout
+    assert dom.stdout.count("<svg") >= 4 and "Provenance" in dom.stdout and "Input contract" in dom.stdout
+    asked = _page_requests(tmp_path / "net.json")
+    assert {url for url in asked if not url.startswith(sample_audit.as_uri() + "/")} == set()
     shot = Path(__file__).parent.parent / "out" / "test-report" / "report.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     taken = subprocess.run([CHROMIUM, *flags, "--window-size=1280,4000", f"--screenshot={shot}", url],
                            capture_output=True, text=True, timeout=120)
     assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_the_network_check_sees_what_a_page_asks_for(tmp_path):
+    """The check above can fail: a page that loads a script from a CDN is caught asking for it."""
+    page = tmp_path / "page.html"
+    page.write_text('<html><body><script src="https://cdn.example.org/x.js"></script>hello</body></html>')
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={tmp_path / 'net.json'}",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    done = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "hello" in done.stdout
+    assert _page_requests(tmp_path / "net.json") == {"https://cdn.example.org/x.js"}
 
 
 def _verdict(out: Path) -> str:
