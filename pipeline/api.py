@@ -12,13 +12,14 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from . import exact_odds, explanation, ingest, profiles, run
+from . import exact_odds, explanation, ingest, integrity, profiles, run
 from .errors import InputError
+from .selection import Selection
 
 #: A log as `audit` and `explain` take it: a file, a folder, a glob, a list of them, or a polars frame
 #: with the contract's columns (as a file would hold them).
@@ -65,10 +66,13 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
 
 
 def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str = profiles.DEFAULT,
-            mapping: str | Path | None = None, bets_mapping: str | Path | None = None) -> list[dict]:
+            mapping: str | Path | None = None, bets_mapping: str | Path | None = None,
+            as_of: datetime | None = None) -> list[dict]:
     """Every row of the round log with `round_id`, replayed step by step (or quarantined, with why),
-    with its bets settled when `bets` are given: what `explain --json` prints, as documented by
-    schemas/explain.schema.json. `explanation.found_anything` of it is the exit code's question."""
+    with the findings of the checks across rounds that name it (its shoe's, read whole; `as_of` the
+    present for TIMESTAMP, default now) and its bets settled when `bets` are given: what `explain
+    --json` prints, as documented by schemas/explain.schema.json. `explanation.found_anything` of it is
+    the exit code's question."""
     with ExitStack() as stack:
         rounds = stack.enter_context(_as_file(rounds, "rounds"))
         bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
@@ -85,27 +89,49 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
                               "malformed": [row["malformed"] for row in rows]},
                              schema={"profile": pl.String, "malformed": pl.String})
         run.profiles_in(named, Path(rounds), profile)
-    if not rows:
-        raise InputError(f"{rounds}: no row has round_id {round_id!r}")
-    explained = [explanation.explain(row) for row in rows if row["reject"] is None]
-    explanation.note_copies(explained)
-    rejected = [{"round_id": round_id, "source_file": row["source_file"], "source_row": row["source_row"],
-                 "quarantined": row["reject"]} for row in rows if row["reject"] is not None]
-    if bets:  # with each replayed row; with the first quarantined one when none was replayed
-        unsettled = explanation.unsettled(round_id, len(explained), len(rejected))
-        for explained_row in explained:
-            explained_row["bets"] = explanation.settle_bets(explained_row, bet_rows, unsettled)
-        if not explained:
-            rejected[0]["bets"] = explanation.settle_bets(rows[0], bet_rows, unsettled)
-        for entry in explained + rejected[:1]:
-            explanation.note_bet_copies(entry.get("bets", []), bet_places)
-    return explained + rejected
+        if not rows:
+            raise InputError(f"{rounds}: no row has round_id {round_id!r}")
+        explained = [explanation.explain(row) for row in rows if row["reject"] is None]
+        explanation.note_copies(explained)
+        for shoe_id in sorted({entry["shoe_id"] for entry in explained if entry["shoe_id"] is not None}):
+            found = _across_rounds(rounds, round_mapping, shoe_id, profile, as_of or datetime.now(UTC))
+            for entry in (entry for entry in explained if entry["shoe_id"] == shoe_id):
+                entry["across_rounds"] = found.filter((pl.col("source_file") == entry["source_file"])
+                                                      & (pl.col("source_row") == entry["source_row"])).to_dicts()
+        rejected = [{"round_id": round_id, "source_file": row["source_file"], "source_row": row["source_row"],
+                     "quarantined": row["reject"]} for row in rows if row["reject"] is not None]
+        if bets:  # with each replayed row; with the first quarantined one when none was replayed
+            unsettled = explanation.unsettled(round_id, len(explained), len(rejected))
+            for explained_row in explained:
+                explained_row["bets"] = explanation.settle_bets(explained_row, bet_rows, unsettled)
+            if not explained:
+                rejected[0]["bets"] = explanation.settle_bets(rows[0], bet_rows, unsettled)
+            for entry in explained + rejected[:1]:
+                explanation.note_bet_copies(entry.get("bets", []), bet_places)
+        return explained + rejected
 
 
 def odds(profile: str = profiles.DEFAULT, decks: int | None = None) -> exact_odds.Odds:
     """A profile's exact figures (outcome probabilities, each bet's cases, house edges), as fractions,
     by enumerating every ordered deal from a full shoe of `decks` (default: the profile's)."""
     return exact_odds.odds(profiles.load(profile), decks)
+
+
+def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, shoe_id: str, profile: str,
+                   present: datetime) -> pl.DataFrame:
+    """The findings of the checks across rounds (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP) in one shoe:
+    its rows read whole from the log, replayed, and checked as the audit checks every shoe; each
+    with its file, row, check, expected, recorded and detail."""
+    log = ingest.scan(rounds, "round_log", mapping, Selection(shoes=(shoe_id,)))
+    shoe = pl.concat(list(log.pieces(run.PIECE_ROWS))).with_row_index("log_row")
+    replayed = ingest.collect(log.path, [run.prepared(shoe, profile).filter(pl.col("reject").is_null())])[0]
+    names = run.profiles_in(replayed.lazy(), log.path, profile)
+    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
+                         schema={"profile": pl.String, "decks": pl.Int64})
+    found = integrity.integrity_findings([replayed.lazy()], decks, log.columns, present,
+                                         lambda frame: ingest.collect(log.path, [frame])[0])
+    return found.sort(integrity.IN_ORDER).select("source_file", "source_row", "check", "expected", "recorded",
+                                                 "detail").collect()
 
 
 def _mapping(name_or_path: str | Path | None) -> ingest.Mapping | None:

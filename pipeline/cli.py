@@ -110,6 +110,11 @@ def _window(start: datetime | None, end: datetime | None, options: str = "--wind
     return window
 
 
+AsOfOption = Annotated[datetime | None, typer.Option(
+    parser=_moment, metavar="TIME", help="The present for TIMESTAMP (rounds dealt later are flagged); "
+    "default the start of the run. The same log and TIME give the same outputs.")]
+
+
 @app.command()
 def audit(
     rounds: Annotated[list[str], typer.Argument(
@@ -140,9 +145,7 @@ def audit(
     ] = ",".join(audit_run.FAIL_ON),
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json on stdout instead of the summary.")
                        ] = False,
-    as_of: Annotated[datetime | None, typer.Option(
-        parser=_moment, metavar="TIME", help="The present for TIMESTAMP (rounds dealt later are flagged); "
-        "default the start of the run. The same log and TIME give the same outputs.")] = None,
+    as_of: AsOfOption = None,
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
@@ -268,12 +271,14 @@ def explain(
     profile: ProfileOption = profiles.DEFAULT,
     mapping: MappingOption = None,
     bets_mapping: BetsMappingOption = None,
+    as_of: AsOfOption = None,
 ) -> None:
-    """Replay one round step by step and set each recorded value beside the replayed one. Exit 0: the
-    round agrees with the procedure; 1: it has a finding or is quarantined; 2: could not run."""
+    """Replay one round step by step and set each recorded value beside the replayed one, with the
+    findings across its shoe. Exit 0: the round agrees with the procedure; 1: it has a finding or is
+    quarantined; 2: could not run."""
     try:
         explained = library.explain(rounds, round_id, bets=bets, profile=profile, mapping=mapping,
-                                    bets_mapping=bets_mapping)
+                                    bets_mapping=bets_mapping, as_of=as_of)
     except InputError as error:
         raise _fail(error) from None
     if as_json:

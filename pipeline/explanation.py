@@ -44,7 +44,7 @@ def explain(row: dict) -> dict:
         steps.append(f"Player on {coup.player_opening} {rule}: Player must "
                      f"{'draw' if coup.player_must_draw else 'stand'}.")
     steps.append(f"Player {'drew ' + shown['player_3'] if coup.player_drew else 'stood'} "
-                 f"({'as required' if coup.player_drew == coup.player_must_draw else 'CONTRARY TO THE TABLEAU'}).")
+                 f"({'as required' if coup.player_drew == coup.player_must_draw else AGAINST}).")
     if not coup.natural:
         if value["player_3"] is None:
             steps.append(f"Player stood, so Banker {_rule(tableau.BANKER_DRAWS_WHEN_PLAYER_STOOD)}: Banker on "
@@ -57,9 +57,10 @@ def explain(row: dict) -> dict:
                 f"{value['player_3']}: Banker must {'draw' if coup.banker_must_draw else 'stand'}."
             )
     steps.append(f"Banker {'drew ' + shown['banker_3'] if coup.banker_drew else 'stood'} "
-                 f"({'as required' if coup.banker_drew == coup.banker_must_draw else 'CONTRARY TO THE TABLEAU'}).")
+                 f"({'as required' if coup.banker_drew == coup.banker_must_draw else AGAINST}).")
     steps.append(f"Final totals of the cards dealt: Player {coup.player_final}, Banker {coup.banker_final}: "
                  f"{'a tie' if coup.result == 'TIE' else coup.result.lower() + ' wins'}.")
+    departed = next((n for n, step in enumerate(steps, start=1) if step.endswith(f"({AGAINST}).")), None)
     compared = [
         ("Player draw", "draw" if coup.player_must_draw else "stand", "draw" if coup.player_drew else "stand"),
         ("Banker draw", "draw" if coup.banker_must_draw else "stand", "draw" if coup.banker_drew else "stand"),
@@ -78,6 +79,7 @@ def explain(row: dict) -> dict:
         "source_row": row["source_row"],
         **{field: row.get(field) for field in PLACE},
         "profile": row["profile"],
+        "first_departure": None if departed is None else {"step": departed, "text": steps[departed - 1]},
         "by_the_procedure": by_the_procedure(coup),
         "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
         "replay": coup.__dict__,
@@ -91,6 +93,9 @@ def explain(row: dict) -> dict:
     }
 
 
+#: How a step says a card was dealt, or not, against the tableau: the procedure broken there.
+AGAINST = "CONTRARY TO THE TABLEAU"
+
 #: Where the round was dealt, as the log records it: the header of an explanation.
 PLACE = ("table_id", "shoe_id", "hand_no", "dealt_at")
 
@@ -100,24 +105,27 @@ def by_the_procedure(coup: Replay) -> dict:
     ends at the natural; a third card dealt against the tableau is taken away, when the other hand's
     duty then needs no card the log does not hold. Otherwise it cannot be known (a card that should
     have been drawn was never recorded, or which card a hand would have received depends on how the
-    house corrects a misdeal). `known` False, or the totals and result (`same` when they are the
-    recorded cards' own)."""
+    house corrects a misdeal). `known` False, or the totals, the cards each hand holds and the result
+    (`same` when they are the recorded cards' own)."""
     player, banker = coup.player_final, coup.banker_final
+    player_cards, banker_cards = 2 + coup.player_drew, 2 + coup.banker_drew
     if coup.natural:
-        player, banker = coup.player_opening, coup.banker_opening
+        player, banker, player_cards, banker_cards = coup.player_opening, coup.banker_opening, 2, 2
     elif coup.player_drew != coup.player_must_draw:
         if coup.player_must_draw or tableau.banker_draws(coup.player_opening, coup.banker_opening, None):
             return {"known": False, "why": "Player " + ("should have drawn and did not" if coup.player_must_draw
                     else "drew against the tableau, and Banker, facing Player's two cards, would have drawn a card "
                     "the log does not record")}
-        player, banker = coup.player_opening, coup.banker_opening
+        player, banker, player_cards, banker_cards = coup.player_opening, coup.banker_opening, 2, 2
     elif coup.banker_drew != coup.banker_must_draw:
         if coup.banker_must_draw:
             return {"known": False, "why": "Banker should have drawn and did not"}
-        banker = coup.banker_opening
+        banker, banker_cards = coup.banker_opening, 2
     result = tableau.result(player, banker)
-    return {"known": True, "player": player, "banker": banker, "result": result,
-            "same": (player, banker) == (coup.player_final, coup.banker_final)}
+    return {"known": True, "player": player, "banker": banker, "player_cards": player_cards,
+            "banker_cards": banker_cards, "result": result,
+            "same": (player, banker, player_cards, banker_cards) == (coup.player_final, coup.banker_final,
+                                                                     2 + coup.player_drew, 2 + coup.banker_drew)}
 
 
 def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
@@ -179,8 +187,30 @@ def settle_bets(explanation: dict, bet_rows: list[dict], unsettled: str | None =
             ]
             entry["expected"] = money_str(settlement.expected)
             entry["agrees"] = paid == settlement.expected
+            due, step = _due_by_procedure(profile, bet_type, explanation, stake, settlement.expected)
+            entry["due_by_procedure"] = due
+            entry["steps"].append(step)
         settled.append(entry)
     return settled
+
+
+def _due_by_procedure(profile: profiles.Profile, bet_type: str, explanation: dict, stake: Decimal,
+                      expected: Decimal) -> tuple[str | None, str]:
+    """What a bet would return had the coup been dealt by the procedure (`by_the_procedure`), and the
+    step that says so; None where that cannot be known. The pairs are the first two cards', dealt
+    either way."""
+    produced = explanation["by_the_procedure"]
+    if not produced["known"]:
+        return None, f"By the procedure: cannot be known ({produced['why']})."
+    if produced["same"]:
+        return money_str(expected), f"By the procedure: the same cards, so the same {money_str(expected)} is due."
+    facts = bets.facts(produced["player"], produced["banker"], produced["player_cards"], produced["banker_cards"],
+                       explanation["replay"]["natural"], explanation["facts"]["player_pair"],
+                       explanation["facts"]["banker_pair"])
+    due = bets.settle(profile, bet_type, facts, stake).expected
+    outcome = "a tie" if produced["result"] == "TIE" else f"{produced['result'].lower()} wins"
+    return money_str(due), (f"By the procedure (Player {produced['player']}, Banker {produced['banker']}: {outcome}) "
+                            f"{money_str(due)} would be due.")
 
 
 #: A total as the audit reads one (`checks._total_check`: polars' cast to an integer): "07" and "+7" are 7.
@@ -233,10 +263,11 @@ def procedure_text(produced: dict) -> str:
 
 def found_anything(explained: list[dict]) -> bool:
     """Whether the rows of a round (explanations, and quarantined rows) hold a finding: a quarantined
-    row, a copy of the round_id, a recorded value or draw against the replay, a bet paid otherwise than
-    due or a copy of a bet_id. (Findings across rounds, of its shoe or table, need the whole log.)"""
+    row, a copy of the round_id, a finding across the rounds of its shoe, a recorded value or draw
+    against the replay, a bet paid otherwise than due or a copy of a bet_id. (TABLE_STATS, of a whole
+    table, is the audit's.)"""
     for explanation in explained:
-        if "quarantined" in explanation or "copies" in explanation:
+        if "quarantined" in explanation or "copies" in explanation or explanation.get("across_rounds"):
             return True
         if any(compared["agrees"] is False for compared in explanation.get("comparisons", [])):
             return True
@@ -256,7 +287,10 @@ def render(explanation: dict) -> str:
         lines.append("  " + ", ".join([*placed, f"profile {explanation['profile']}"]))
         if "copies" in explanation:
             lines.append(f"  {explanation['copies']}")
+        lines += [f"  {found['check']} (across the shoe): {found['detail']}" for found in explanation.get("across_rounds", [])]
         lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
+        if explanation["first_departure"] is not None:
+            lines.append(f"  The procedure was first broken at step {explanation['first_departure']['step']}.")
         lines.append(f"  {procedure_text(explanation['by_the_procedure'])}")
         lines.append("  Recorded against replayed:")
     for c in explanation.get("comparisons", []):

@@ -1,6 +1,7 @@
 """The library as a notebook or an orchestrator calls it: `baccarat_audit.audit`, `explain` and `odds`."""
 
 import json
+from datetime import UTC, datetime
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import baccarat_audit
+from baccarat_audit import explanation
 from baccarat_audit.cli import app
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -87,3 +89,23 @@ def test_odds_are_exact_fractions_of_the_published_figures():
     assert f"{float(figures.outcomes['BANKER']):.6f}" == "0.458597"
     assert f"{float(figures.house_edge['BANKER']) * 100:.4f}" == "1.0579"
     assert baccarat_audit.odds("standard", decks=1).decks == 1
+
+
+def test_explain_names_every_finding_across_the_shoe_that_the_audit_gives_the_round():
+    """CARD_COUNT, SHOE_SEQUENCE and TIMESTAMP look across a shoe: explain reads the round's shoe whole
+    and gives the round the same findings, word for word, as the audit of the whole log."""
+    as_of = datetime(2026, 12, 1, tzinfo=UTC)
+    found = baccarat_audit.audit(DATA / "rounds.csv", contract=False, as_of=as_of).findings
+    across = found.filter(pl.col("check").is_in(["CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"]))
+    assert set(across["check"]) == {"CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"}  # the sample's seeded faults
+    for round_id in across["round_id"].unique().sort():
+        explained = baccarat_audit.explain(DATA / "rounds.csv", round_id, as_of=as_of)
+        given = [(entry["source_row"], finding["check"], finding["expected"], finding["recorded"], finding["detail"])
+                 for entry in explained for finding in entry["across_rounds"]]
+        expected = across.filter(pl.col("round_id") == round_id).select(
+            "source_row", "check", "expected", "recorded", "detail").rows()
+        assert sorted(given) == sorted(expected), round_id
+        assert explanation.found_anything(explained)
+    unflagged = (pl.read_csv(DATA / "rounds.csv", infer_schema=False)
+                 .filter(~pl.col("round_id").is_in(found["round_id"].implode()))["round_id"][0])
+    assert [entry["across_rounds"] for entry in baccarat_audit.explain(DATA / "rounds.csv", unflagged)] == [[]]

@@ -566,10 +566,14 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
         "BY_THE_BOOK,T1,S1,6,2026-11-01T18:05:00Z,10H,10S,6D,7C,,,BANKER",
     ]) + "\n")
     expected = {
-        "NATURAL": {"known": True, "player": 8, "banker": 4, "result": "PLAYER", "same": False},
-        "PLAYER_STOOD_ON_7": {"known": True, "player": 7, "banker": 7, "result": "TIE", "same": False},
-        "BANKER_DREW": {"known": True, "player": 6, "banker": 7, "result": "BANKER", "same": False},
-        "BY_THE_BOOK": {"known": True, "player": 6, "banker": 7, "result": "BANKER", "same": True},
+        "NATURAL": {"known": True, "player": 8, "banker": 4, "player_cards": 2, "banker_cards": 2,
+                    "result": "PLAYER", "same": False},
+        "PLAYER_STOOD_ON_7": {"known": True, "player": 7, "banker": 7, "player_cards": 2, "banker_cards": 2,
+                              "result": "TIE", "same": False},
+        "BANKER_DREW": {"known": True, "player": 6, "banker": 7, "player_cards": 2, "banker_cards": 2,
+                        "result": "BANKER", "same": False},
+        "BY_THE_BOOK": {"known": True, "player": 6, "banker": 7, "player_cards": 2, "banker_cards": 2,
+                        "result": "BANKER", "same": True},
     }
     for round_id in ("NATURAL", "PLAYER_STOOD_ON_7", "BANKER_WOULD_DRAW", "BANKER_DREW", "NEVER_DEALT", "BY_THE_BOOK"):
         done = run("explain", log, round_id, "--json")
@@ -579,16 +583,50 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
         if round_id in expected:
             assert explained["by_the_procedure"] == expected[round_id], round_id
         assert (explained["table_id"], explained["shoe_id"]) == ("T1", "S1")
+        departed = {"NATURAL": 4, "PLAYER_STOOD_ON_7": 5, "BANKER_WOULD_DRAW": 5, "BANKER_DREW": 7, "NEVER_DEALT": 5}
+        first = explained["first_departure"]
+        assert (first and first["step"]) == departed.get(round_id), round_id
+        assert first is None or first["text"] == explained["steps"][first["step"] - 1]
+        assert first is None or first["text"].endswith("(CONTRARY TO THE TABLEAU).")
     text = run("explain", log, "NATURAL").output
+    assert "  4. Player drew 2H (2) (CONTRARY TO THE TABLEAU).\n" in text
+    assert "The procedure was first broken at step 4." in text
     assert "  table T1, shoe S1, hand 1, dealt at 2026-11-01T18:00:00Z, profile standard\n" in text
     assert "By the procedure the coup would have ended Player 8, Banker 4: player wins" in text
     assert "By the procedure: cannot be known (Player should have drawn and did not)." in run(
         "explain", log, "NEVER_DEALT").output
 
 
+def test_explain_gives_each_bet_as_paid_as_due_on_the_cards_and_as_due_by_the_procedure(tmp_path):
+    """A dispute over a natural that was drawn to: the recorded cards make Banker win, the procedure
+    ends the coup at Player's 8. Each bet shows what it was paid, what the recorded cards make due,
+    and what the procedure would have made due; where a card was never dealt, that cannot be known."""
+    header = ("round_id,table_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+              "player_card_3,banker_card_3,outcome")
+    log = _write(tmp_path / "rounds.csv", "\n".join([
+        header,
+        "NATURAL,T1,S1,1,2026-11-01T18:00:00Z,5H,2S,3D,2C,2H,,BANKER",  # Player's 8 against 4, drawn to: 0 against 4
+        "NEVER_DEALT,T1,S1,2,2026-11-01T18:01:00Z,10H,10S,2D,7C,,,BANKER",  # Player stood on 2
+    ]) + "\n")
+    bets = _write(tmp_path / "bets.csv", "\n".join([
+        "bet_id,round_id,bet_type,stake,paid",
+        "B1,NATURAL,BANKER,10,19.50", "B2,NATURAL,PLAYER,10,0", "B3,NATURAL,PLAYER_PAIR,10,0",
+        "B4,NEVER_DEALT,PLAYER,10,0",
+    ]) + "\n")
+    (natural,) = json.loads(run("explain", log, "NATURAL", "--bets", bets, "--json").output)
+    due = {bet["bet_id"]: (bet["paid"], bet["expected"], bet["due_by_procedure"]) for bet in natural["bets"]}
+    assert due == {"B1": ("19.50", "19.50", "0.00"), "B2": ("0", "0.00", "20.00"), "B3": ("0", "0.00", "0.00")}
+    assert "By the procedure (Player 8, Banker 4: player wins) 20.00 would be due." in natural["bets"][1]["steps"]
+    (never,) = json.loads(run("explain", log, "NEVER_DEALT", "--bets", bets, "--json").output)
+    assert never["bets"][0]["due_by_procedure"] is None
+    assert never["bets"][0]["steps"][-1] == "By the procedure: cannot be known (Player should have drawn and did not)."
+    text = run("explain", log, "NATURAL", "--bets", bets).output
+    assert "    Expected 19.50, paid 19.50: correct.\n    By the procedure (Player 8, Banker 4: player wins) 0.00 " in text
+
+
 @pytest.mark.parametrize("round_id", ["R1", "R2", "R3", "R4", "R9", "R10"])
 def test_explain_json_follows_its_published_schema(round_id):
-    """schemas/explanation.schema.json is what `explain --json` promises a script: replayed rows, copies,
+    """schemas/explain.schema.json is what `explain --json` promises a script: replayed rows, copies,
     bets and quarantined rows alike."""
     import jsonschema
 
