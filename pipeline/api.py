@@ -44,7 +44,7 @@ class Audit:
 
 
 def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = None,
-          profile: str = profiles.DEFAULT, mapping: str | Path | None = None,
+          profile: str = profiles.DEFAULT, profiles_dir: Path | str | None = None, mapping: str | Path | None = None,
           bets_mapping: str | Path | None = None, contract: bool = True, as_of: datetime | None = None,
           fail_on: tuple[str, ...] = run.FAIL_ON) -> Audit:
     """Audit `rounds` (and `bets`) as `baccarat-audit audit` does. The outputs are written to `out_dir`
@@ -58,7 +58,7 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
             tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
         options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
                               bets_mapping=_mapping(bets_mapping), validate=contract, as_of=as_of,
-                              fail_on=frozenset(fail_on))
+                              fail_on=frozenset(fail_on), profiles_dir=None if profiles_dir is None else Path(profiles_dir))
         done = run.audit(rounds, out, options)
         read = {name: pl.read_parquet(out / f"{name}.parquet") if (out / f"{name}.parquet").is_file() else None
                 for name in ("findings", "quarantine", "bets_quarantine", "fairness")}
@@ -66,8 +66,8 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
 
 
 def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str = profiles.DEFAULT,
-            mapping: str | Path | None = None, bets_mapping: str | Path | None = None,
-            as_of: datetime | None = None) -> list[dict]:
+            profiles_dir: Path | str | None = None, mapping: str | Path | None = None,
+            bets_mapping: str | Path | None = None, as_of: datetime | None = None) -> list[dict]:
     """Every row of the round log with `round_id`, replayed step by step (or quarantined, with why),
     with the findings of the checks across rounds that name it (its shoe's, read whole; `as_of` the
     present for TIMESTAMP, default now) and its bets settled when `bets` are given: what `explain
@@ -76,7 +76,9 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
     with ExitStack() as stack:
         rounds = stack.enter_context(_as_file(rounds, "rounds"))
         bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
-        round_mapping, bet_mapping = _mapping(mapping), _mapping(bets_mapping)
+        house = run.with_house_profiles(run.Options(profile=profile, mapping=_mapping(mapping), profiles_dir=(
+            None if profiles_dir is None else Path(profiles_dir))))
+        profile, round_mapping, bet_mapping = house.profile, house.mapping, _mapping(bets_mapping)
         profiles.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, round_mapping)
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, bet_mapping) if bets else []
@@ -88,7 +90,7 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         named = pl.LazyFrame({"profile": [row["profile"] for row in rows],
                               "malformed": [row["malformed"] for row in rows]},
                              schema={"profile": pl.String, "malformed": pl.String})
-        run.profiles_in(named, Path(rounds), profile)
+        run.profiles_in(named, Path(rounds), profile, round_mapping)
         if not rows:
             raise InputError(f"{rounds}: no row has round_id {round_id!r}")
         explained = [explanation.explain(row) for row in rows if row["reject"] is None]
@@ -125,7 +127,7 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     log = ingest.scan(rounds, "round_log", mapping, Selection(shoes=(shoe_id,)))
     shoe = pl.concat(list(log.pieces(run.PIECE_ROWS))).with_row_index("log_row")
     replayed = ingest.collect(log.path, [run.prepared(shoe, profile).filter(pl.col("reject").is_null())])[0]
-    names = run.profiles_in(replayed.lazy(), log.path, profile)
+    names = run.profiles_in(replayed.lazy(), log.path, profile, mapping)
     decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
                          schema={"profile": pl.String, "decks": pl.Int64})
     found = integrity.integrity_findings([replayed.lazy()], decks, log.columns, present,

@@ -233,8 +233,8 @@ def returns(profile: Profile) -> dict[tuple[str, str], Return]:
 
 
 @cache
-def _returns_of(name: str) -> dict[tuple[str, str], Return]:
-    return returns(profiles.load(name))
+def _returns_of(reference: str) -> dict[tuple[str, str], Return]:
+    return returns(profiles.load(reference))
 
 
 def offered(profile: Profile) -> list[str]:
@@ -271,7 +271,7 @@ def settle(profile: Profile, bet_type: str, coup_facts: dict, stake: Decimal) ->
     if bet_type not in CASES:
         return None
     case = case_of(bet_type, coup_facts)
-    paid = _returns_of(profile.name).get((bet_type, case))
+    paid = _returns_of(profile.reference).get((bet_type, case))
     if paid is None:
         return None
     return Settlement(case, paid.rule, expected_paid(profile, stake, paid.per_unit))

@@ -61,7 +61,10 @@ def _fail(error: InputError) -> typer.Exit:
 
 BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV or Parquet: settle every bet too.")]
 ProfileOption = Annotated[str, typer.Option(
-    help="Rules profile (schemas/profiles/NAME.toml) for rounds without a profile column value.")]
+    help="Rules profile for rounds without a profile column value: a NAME (schemas/profiles/NAME.toml, or "
+    "--profiles-dir), or your own PATH.toml.")]
+ProfilesDirOption = Annotated[Path | None, typer.Option(
+    help="A house's rules profiles: the log's profile names (and --profile) looked for here first as NAME.toml.")]
 BetsMappingOption = Annotated[str | None, typer.Option(help="Column mapping for the bets log.")]
 MappingOption = Annotated[str | None, typer.Option(
     help="Column mapping for the round log: a name in schemas/mappings/ or a JSON file.")]
@@ -122,6 +125,7 @@ def audit(
     out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
+    profiles_dir: ProfilesDirOption = None,
     mapping: MappingOption = None,
     bets_mapping: BetsMappingOption = None,
     window_start: WindowStart = None,
@@ -165,7 +169,7 @@ def audit(
                 validate=contract_check, data_docs=data_docs and contract_check,
                 window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase, fail_on=kinds, command=tuple(sys.argv),
-                as_of=as_of,
+                as_of=as_of, profiles_dir=profiles_dir,
                 selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
                 rounds, out, options, spark_master)
@@ -258,7 +262,7 @@ def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, ma
     from . import spark
 
     spark.require()
-    profiles.load(options.profile)
+    profiles.load(audit_run.with_house_profiles(options).profile)
     return audit_run.Result(spark.audit(rounds, out, options, master), out)
 
 
@@ -269,6 +273,7 @@ def explain(
     as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
+    profiles_dir: ProfilesDirOption = None,
     mapping: MappingOption = None,
     bets_mapping: BetsMappingOption = None,
     as_of: AsOfOption = None,
@@ -277,8 +282,8 @@ def explain(
     findings across its shoe. Exit 0: the round agrees with the procedure; 1: it has a finding or is
     quarantined; 2: could not run."""
     try:
-        explained = library.explain(rounds, round_id, bets=bets, profile=profile, mapping=mapping,
-                                    bets_mapping=bets_mapping, as_of=as_of)
+        explained = library.explain(rounds, round_id, bets=bets, profile=profile, profiles_dir=profiles_dir,
+                                    mapping=mapping, bets_mapping=bets_mapping, as_of=as_of)
     except InputError as error:
         raise _fail(error) from None
     if as_json:
@@ -332,7 +337,7 @@ def report(
 @app.command()
 def odds(
     profile: ProfileOption = profiles.DEFAULT,
-    decks: Annotated[int | None, typer.Option(help="Decks in the shoe (default: the profile's).", min=1)] = None,
+    decks: Annotated[int | None, typer.Option(help="Decks in the shoe (default: the profile's).", min=1, max=8)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Exact outcome probabilities and house edge of every bet of a profile, by full enumeration."""

@@ -82,7 +82,7 @@ class Mapping:
     name: str
     columns: dict[str, str]  # provider column -> contract column
     values: dict[str, dict[str, str]]  # contract column -> provider value -> contract value
-    path: Path
+    path: Path | None  # None: made by the tool, not read from a file (`with_profiles`)
 
 
 def load_mapping(name_or_path: str | Path) -> Mapping:
@@ -101,6 +101,20 @@ def load_mapping(name_or_path: str | Path) -> Mapping:
     if problem:
         raise InputError(f"{path}: not a valid mapping file ({problem})")
     return Mapping(data.get("name", path.stem), data.get("columns", {}), data.get("values", {}), path)
+
+
+def with_profiles(mapping: Mapping | None, house: dict[str, str]) -> Mapping | None:
+    """`mapping` (or none) with the `profile` column's names that `house` holds (`profiles.in_folder`)
+    read as the references to their files, after the mapping's own translation of that column: a
+    house profile is then found by both engines, and its file's SHA-256 is in the provenance."""
+    if not house:
+        return mapping
+    own = mapping.values.get("profile", {}) if mapping else {}
+    table = {old: house.get(new, new) for old, new in own.items()} | {
+        name: reference for name, reference in house.items() if name not in own}
+    if mapping is None:
+        return Mapping("profiles", {}, {"profile": table}, None)
+    return Mapping(mapping.name, mapping.columns, mapping.values | {"profile": table}, mapping.path)
 
 
 MAPPING_KEYS = ("name", "description", "columns", "values")
@@ -633,7 +647,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
-        hint = "" if mapping else "; --mapping renames a provider's columns"
+        hint = "" if mapping and mapping.path else "; --mapping renames a provider's columns"
         in_other_case = {name.casefold(): name for name in names}
         cased = next((in_other_case[c] for c in missing if c in in_other_case), None)
         if cased:

@@ -19,7 +19,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache, partial
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -91,19 +91,31 @@ def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
         return uuid.uuid4().hex
     audited = {"as_of": options.as_of.astimezone(UTC).isoformat(),
                "inputs": [[sha256(path) for path in log.files] for log in logs],
-               "mappings": [mapping and sha256(mapping.path) for mapping in (options.mapping, options.bets_mapping)],
+               "mappings": [mapping and mapping.path and sha256(mapping.path)
+                            for mapping in (options.mapping, options.bets_mapping)],
+               "profiles": [sha256(Path(reference)) for reference in (options.profile, *(
+                   options.mapping.values.get("profile", {}).values() if options.mapping else ()))
+                            if profiles.is_file(reference)],
                "options": [options.profile, options.validate, options.window, options.fairness_threshold,
                            options.selection, options.across_rounds, sorted(options.fail_on)]}
     return hashlib.sha256(json.dumps(audited, default=str).encode()).hexdigest()[:32]
 
 
-def profiles_in(rounds: pl.LazyFrame, label: Path, default: str) -> list[str]:
+def profiles_in(rounds: pl.LazyFrame, label: Path, default: str, mapping: ingest.Mapping | None = None) -> list[str]:
     """The profiles a run needs: the default and every name in the `profile` of the staged rounds
-    whose structure is sound (a malformed row is quarantined, its fields out of place), all known."""
+    whose structure is sound (a malformed row is quarantined, its fields out of place), all known.
+
+    A profile is read from a file only where the command names it (`--profile PATH.toml`, or a
+    `mapping` of the column: `--profiles-dir`): a log's own value is a name, so that a log cannot
+    point the audit at a file of its choosing."""
     profiles.load(default)
     names = {default}
+    given = {default, *(mapping.values.get("profile", {}).values() if mapping else ())}
     for name in rounds.filter(pl.col("malformed").is_null()).select(pl.col("profile").unique()).collect()["profile"]:
         try:
+            if profiles.is_file(name) and name not in given:
+                raise InputError(f"unknown rules profile {name!r} (a log names its profiles; a file is "
+                                 "given by --profile PATH.toml or --profiles-dir)")
             profiles.load(name)
         except InputError as error:
             raise InputError(f"{label}: column profile: {error}") from None
@@ -139,6 +151,20 @@ class Options:
     # same log gives the same findings whenever it is audited.
     as_of: datetime | None = None
     command: tuple[str, ...] | None = None  # the command line that asked for the run, for provenance
+    # A house's rules profiles: the log's `profile` names (and `profile`) looked for here first as
+    # NAME.toml (see `with_house_profiles`).
+    profiles_dir: Path | None = None
+
+
+def with_house_profiles(options: Options) -> Options:
+    """`options` as both engines run them: the default profile found in `profiles_dir` when it is
+    there, and the round log's mapping reading the house's profile names as their files
+    (`ingest.with_profiles`)."""
+    if options.profiles_dir is None:
+        return options
+    house = profiles.in_folder(options.profiles_dir)
+    return replace(options, profile=house.get(options.profile, options.profile),
+                   mapping=ingest.with_profiles(options.mapping, house), profiles_dir=None)
 
 
 @dataclass(frozen=True)
@@ -501,12 +527,13 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     preload("scipy.special")  # the fairness tails
     out_dir = Path(out_dir)
     owned.claim(out_dir, outputs_of(options))  # before anything is read
+    options = with_house_profiles(options)
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
     with staging_in(out_dir, outputs_of(options)) as staging:
         read = _read_once(log, options, staging)
-        names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile)
+        names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
@@ -619,7 +646,7 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
     for path, file_format in zip(log.files, log.formats):
         entry = {"role": role, "path": str(path), "format": file_format, "rows": counts.get(str(path), 0),
                  "sha256": sha256(path)}
-        if mapping is not None:
+        if mapping is not None and mapping.path is not None:
             entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
         entries.append(entry)
     return entries

@@ -422,6 +422,7 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     progress display aside); returns summary.json as written."""
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), polars_engine.outputs_of(options))  # before anything is read
+    options = polars_engine.with_house_profiles(options)
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
@@ -470,7 +471,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
     named = text.where(F.col("malformed").isNull()).select("profile").where(F.col("profile").isNotNull()).distinct()
     names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named.collect()]},
                                                    schema={"profile": pl.String}).with_columns(
-        malformed=pl.lit(None, pl.String)), log.path, options.profile)
+        malformed=pl.lit(None, pl.String)), log.path, options.profile, options.mapping)
     profile = options.profile
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
