@@ -1,4 +1,4 @@
-"""`python -m pipeline ...` is `baccarat-audit ...`.
+"""`python -m baccarat_audit ...` is `baccarat-audit ...`.
 
 A signal is taken from the entry point's first line: the handler below needs only `os` and
 `signal`, which the interpreter has loaded already, and stands until `stops` installs the full one

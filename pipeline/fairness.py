@@ -21,9 +21,15 @@ from collections.abc import Iterator
 import polars as pl
 
 from . import exact_odds
+from .checks import recorded_outcome
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 STATISTICS = ("banker_wins", "player_wins", "ties", "naturals", "player_pairs", "banker_pairs")
+#: The outcomes as the log recorded them (and the house paid them), beside the replay's: counted over
+#: the rounds whose recorded outcome is readable, tested against the same exact chances, and corrected
+#: apart. They flag no table; the report and summary.json say where they and the replay disagree.
+RECORDED = ("recorded_banker_wins", "recorded_player_wins", "recorded_ties")
+RECORDED_TEST = "recorded_outcome_chi_square"
 LEVELS = ("table_id", "dealer_id", "shoe_id")
 FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
 DEFAULT_THRESHOLD = 0.001
@@ -58,8 +64,12 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
         "player_pairs": rank["player"][0] == rank["player"][1],
         "banker_pairs": rank["banker"][0] == rank["banker"][1],
     }
+    recorded = recorded_outcome(pl.col("outcome"))
+    observed |= {"recorded_banker_wins": recorded == "BANKER", "recorded_player_wins": recorded == "PLAYER",
+                 "recorded_ties": recorded == "TIE"}
     return replayed.group_by(*levels, "profile").agg(
-        pl.len().alias("rounds"), *(flag.sum().alias(f"{name}_observed") for name, flag in observed.items()))
+        pl.len().alias("rounds"), recorded.is_not_null().sum().alias("recorded_rounds"),
+        *(flag.sum().alias(f"{name}_observed") for name, flag in observed.items()))
 
 
 def add_up(counts: list[pl.DataFrame], levels: list[str]) -> pl.DataFrame:
@@ -76,17 +86,21 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     depended on the order the cells came in, which a group-by does not fix, and two runs of one log
     differed in the last digits of a p-value.
     """
-    chances = pl.DataFrame([{"profile": profile, **{f"p_{s}": p for s, p in probabilities(decks).items()}}
-                            for profile, decks in decks_of.items()],
-                           schema={"profile": pl.String, **{f"p_{s}": pl.Float64 for s in STATISTICS}})
+    def chances_of(decks: int) -> dict[str, float]:
+        p = probabilities(decks)
+        return {f"p_{s}": p[s] for s in STATISTICS} | {f"p_recorded_{s}": p[s] for s in STATISTICS[:3]}
+
+    counted = (*STATISTICS, *RECORDED)
+    chances = pl.DataFrame([{"profile": profile, **chances_of(decks)} for profile, decks in decks_of.items()],
+                           schema={"profile": pl.String, **{f"p_{s}": pl.Float64 for s in counted}})
     frames = []
     for level in levels:
         per_profile = (cells.filter(pl.col(level).is_not_null()).group_by(level, "profile")
-                       .agg(pl.col("rounds", *(f"{s}_observed" for s in STATISTICS)).sum())
+                       .agg(pl.col("rounds", "recorded_rounds", *(f"{s}_observed" for s in counted)).sum())
                        .join(chances, on="profile", how="left").sort(level, "profile"))
-        aggregates = [pl.col("rounds").sum()]
-        for s in STATISTICS:
-            p, n = pl.col(f"p_{s}"), pl.col("rounds")
+        aggregates = [pl.col("rounds").sum(), pl.col("recorded_rounds").sum()]
+        for s in counted:
+            p, n = pl.col(f"p_{s}"), pl.col("recorded_rounds" if s in RECORDED else "rounds")
             aggregates += [pl.col(f"{s}_observed").sum(), (n * p).sum().alias(f"{s}_expected"),
                            (n * p * (1 - p)).sum().alias(f"{s}_variance")]
         frames.append(per_profile.group_by(level, maintain_order=True).agg(aggregates)
@@ -104,32 +118,39 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
     # quarter of a second to import instead of a second and a half.
     from scipy.special import chdtrc, ndtr
 
-    place = ["level", "group", "rounds"]
+    place = ["level", "group"]
     per_test = []
-    for s in STATISTICS:
-        observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
-        per_test.append(counts.select(
-            *place, test=pl.lit(s), observed=observed.cast(pl.Float64), expected=expected,
-            statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0)))
-    chi_square = pl.sum_horizontal(
-        pl.when(pl.col(f"{s}_expected") > 0)
-        .then((pl.col(f"{s}_observed") - pl.col(f"{s}_expected")) ** 2 / pl.col(f"{s}_expected"))
-        .otherwise(0.0)
-        for s in ("banker_wins", "player_wins", "ties"))
-    per_test.append(counts.select(*place, test=pl.lit("outcome_chi_square"), observed=pl.lit(None, pl.Float64),
-                                  expected=pl.lit(None, pl.Float64), statistic=chi_square))
+    for tests, rounds, chi_square_test in ((STATISTICS, "rounds", "outcome_chi_square"),
+                                           (RECORDED, "recorded_rounds", RECORDED_TEST)):
+        of = counts.filter(pl.col(rounds) > 0)  # a log without recorded outcomes has no recorded tests
+        for s in tests:
+            observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
+            per_test.append(of.select(
+                *place, pl.col(rounds).alias("rounds"), test=pl.lit(s), observed=observed.cast(pl.Float64),
+                expected=expected,
+                statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0)))
+        chi_square = pl.sum_horizontal(
+            pl.when(pl.col(f"{s}_expected") > 0)
+            .then((pl.col(f"{s}_observed") - pl.col(f"{s}_expected")) ** 2 / pl.col(f"{s}_expected"))
+            .otherwise(0.0)
+            for s in tests[:3])
+        per_test.append(of.select(*place, pl.col(rounds).alias("rounds"), test=pl.lit(chi_square_test),
+                                  observed=pl.lit(None, pl.Float64), expected=pl.lit(None, pl.Float64),
+                                  statistic=chi_square))
     table = pl.concat(per_test).cast({"rounds": pl.UInt32})
     z = table["statistic"].to_numpy()
     two_sided = 2 * ndtr(-abs(z))  # normal survival function, both tails
     tail = chdtrc(2, z)  # chi-square survival function, 2 degrees of freedom
-    table = table.with_columns(p_value=pl.when(pl.col("test") == "outcome_chi_square")
+    table = table.with_columns(p_value=pl.when(pl.col("test").str.ends_with("chi_square"))
                                .then(pl.Series(tail)).otherwise(pl.Series(two_sided)))
     table = table.sort("level", "group", "test", maintain_order=True).with_row_index("row")
-    tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(FLAGGED_TESTS))
-    adjusted = pl.DataFrame({"row": tested["row"],
-                             "p_adjusted": _benjamini_hochberg(tested["p_value"].to_list())},
-                            schema={"row": pl.UInt32, "p_adjusted": pl.Float64})
-    return (table.join(adjusted, on="row", how="left", maintain_order="left").drop("row")
+    adjusted = []
+    for corrected_together in (FLAGGED_TESTS, (RECORDED_TEST,)):  # the replay's tests, the records' apart
+        tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(corrected_together))
+        adjusted.append(pl.DataFrame({"row": tested["row"],
+                                      "p_adjusted": _benjamini_hochberg(tested["p_value"].to_list())},
+                                     schema={"row": pl.UInt32, "p_adjusted": pl.Float64}))
+    return (table.join(pl.concat(adjusted), on="row", how="left", maintain_order="left").drop("row")
             .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False)))
 
 
@@ -158,9 +179,20 @@ def _benjamini_hochberg(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+def outcomes_compared(table: pl.DataFrame) -> dict:
+    """The tables whose outcomes fail their chi-square (Benjamini-Hochberg corrected p below the
+    threshold) as replayed from the cards and as the log recorded them, and those where the two
+    disagree: a table whose recorded results lean where its cards do not, or the other way."""
+    def flagged(test: str) -> set[str]:
+        return set(table.filter((pl.col("level") == "table") & (pl.col("test") == test) & pl.col("flagged"))["group"])
+    replayed, recorded = flagged("outcome_chi_square"), flagged(RECORDED_TEST)
+    return {"replayed_flagged": sorted(replayed), "recorded_flagged": sorted(recorded),
+            "disagree": sorted(replayed ^ recorded)}
+
+
 def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
-    """TABLE_STATS findings: one per flagged table, naming its most significant test."""
-    flagged = (table.filter(pl.col("flagged")).sort("p_adjusted")
+    """TABLE_STATS findings: one per table flagged by the replay's tests, naming its most significant."""
+    flagged = (table.filter(pl.col("flagged") & pl.col("test").is_in(FLAGGED_TESTS)).sort("p_adjusted")
                .group_by("group", maintain_order=True).first())
     detail = [
         f"Table {r['group']}: {r['test'].replace('_', ' ')} over {r['rounds']} rounds "

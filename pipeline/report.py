@@ -272,15 +272,34 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
              "" if r["observed"] is None else f"{r['observed']:.0f}",
              "" if r["expected"] is None else f"{r['expected']:.1f}", f"{r['statistic']:.2f}",
              f"{r['p_value']:.3g}", "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
-             "FLAGGED" if r["flagged"] else ""]
-            for r in tests.filter(pl.col("level") == "table").head(MOST_TABLES * 7).iter_rows(named=True)]
+             ("FLAGGED" if r["test"] in fairness.FLAGGED_TESTS else "fails") if r["flagged"] else ""]
+            for r in tests.filter(pl.col("level") == "table").head(MOST_TABLES * TESTS_A_TABLE).iter_rows(named=True)]
     return ("<h2>Fairness</h2>"
             f"<p>Tables flagged (Benjamini-Hochberg corrected p below {f['threshold']:g}): <b>{_e(flagged)}</b>. "
             "Expected values are exact, from the enumeration of each round's shoe. A flag is a reason to look, "
-            "not proof of a stacked shoe.</p>"
+            "not proof of a stacked shoe.</p>" + _outcomes_compared(f.get("outcomes"))
             + _outcome_chart(tests)
             + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "p", "corrected p", ""],
                      rows, {1, 3, 4, 5, 6, 7}))
+
+
+#: Rows of fairness.parquet per table: six statistics and a chi-square replayed, three and one recorded.
+TESTS_A_TABLE = 11
+
+
+def _outcomes_compared(outcomes: dict | None) -> str:
+    """The recorded outcomes (what the house paid) beside the replayed ones, and where they disagree."""
+    if outcomes is None:  # an output directory of a version before them
+        return ""
+    def listed(tables: list[str]) -> str:
+        return _e(", ".join(tables)) or "none"
+    said = (f"<p>Outcomes as recorded in the log (the <i>recorded</i> tests, corrected apart): tables whose "
+            f"recorded Banker/Player/Tie shares fail their chi-square: <b>{listed(outcomes['recorded_flagged'])}"
+            f"</b>; as replayed from the cards: <b>{listed(outcomes['replayed_flagged'])}</b>.")
+    if outcomes["disagree"]:
+        said += (f" <b>The two disagree for {listed(outcomes['disagree'])}</b>: the results recorded, and paid, "
+                 "lean where the cards do not, or the other way.")
+    return said + "</p>"
 
 
 def render(out_dir: Path) -> str:

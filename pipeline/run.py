@@ -126,8 +126,9 @@ def profiles_in(rounds: pl.LazyFrame, label: Path, default: str, mapping: ingest
 #: What a run can be flagged for; `Options.fail_on` chooses which of them set exit code 1.
 FAIL_ON = ("findings", "quarantine", "contract")
 #: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of, run_by
-#: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time).
-SCHEMA_VERSION = 3
+#: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time); 4 added
+#: fairness.outcomes (and fairness.parquet the recorded outcomes' tests).
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -732,8 +733,12 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
         summary["fairness"] = {
             "threshold": options.fairness_threshold,
             "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
-            "tables_flagged": kept_short(sorted(set(table_level.filter(pl.col("flagged"))["group"]))),
+            "tables_flagged": kept_short(sorted(set(
+                table_level.filter(pl.col("flagged") & pl.col("test").is_in(fairness.FLAGGED_TESTS))["group"]))),
             "tables": kept_short(table_level.to_dicts()),
+            # The recorded outcomes (what was paid) beside the replayed: they flag no table.
+            "outcomes": {"correction": "Benjamini-Hochberg over every table's recorded-outcome chi-square, apart",
+                         **{key: kept_short(tables) for key, tables in fairness.outcomes_compared(tests).items()}},
         }
     found = summary["rounds_flagged"] or by_check.get("TABLE_STATS", 0)
     quarantined = summary["rows_quarantined"]

@@ -127,6 +127,33 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
         assert t01[test]["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)), rel=1e-12)
 
 
+def test_recorded_outcomes_are_tested_beside_the_replayed_and_their_disagreement_said(clean_log, tmp_path):
+    """An engine whose recorded results differ from its cards (stale fields): the cards of T01 are fair,
+    but a third of its Player wins were recorded, and paid, as Banker wins. The recorded tests fail for
+    T01 alone, corrected apart; TABLE_STATS stays the replay's; the summary and the report say the two
+    disagree."""
+    rounds = pl.read_parquet(clean_log["parquet"]).with_row_index("n")
+    stale = (pl.col("table_id") == "T01") & (pl.col("outcome") == "PLAYER") & (pl.col("n") % 3 == 0)
+    rounds.with_columns(outcome=pl.when(stale).then(pl.lit("BANKER")).otherwise(pl.col("outcome"))).drop("n") \
+        .write_parquet(tmp_path / "stale.parquet")
+    done = run.audit(tmp_path / "stale.parquet", tmp_path / "out", QUICK)
+    table = pl.read_parquet(tmp_path / "out" / "fairness.parquet").filter(pl.col("level") == "table")
+    t01 = {r["test"]: r for r in table.filter(pl.col("group") == "T01").iter_rows(named=True)}
+    played = rounds.filter(pl.col("table_id") == "T01")
+    assert t01["recorded_banker_wins"]["observed"] == played.filter(
+        (pl.col("outcome") == "BANKER") | stale).height
+    assert t01["banker_wins"]["observed"] == played.filter(pl.col("outcome") == "BANKER").height  # the cards'
+    assert t01[fairness.RECORDED_TEST]["flagged"] and not t01["outcome_chi_square"]["flagged"]
+    outcomes = done.summary["fairness"]["outcomes"]
+    assert (outcomes["recorded_flagged"], outcomes["replayed_flagged"], outcomes["disagree"]) == (["T01"], [], ["T01"])
+    assert done.summary["findings"]["OUTCOME"] == rounds.filter(stale).height
+    assert "T01" not in done.summary["fairness"]["tables_flagged"]  # the records flag no table
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "The two disagree for T01</b>" in page
+    clean = run.audit(clean_log["parquet"], tmp_path / "clean", QUICK).summary["fairness"]["outcomes"]
+    assert clean["disagree"] == [] and clean["recorded_flagged"] == []
+
+
 def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, monkeypatch):
     """Chunks of 7 shoes: the rows, their order, every figure and the table level's correction are
     the same, to the last bit."""
@@ -148,7 +175,9 @@ def test_group_counts_do_not_depend_on_the_order_of_the_cells():
 
     rng = random.Random(3)
     cells = pl.DataFrame([{"table_id": f"T0{t}", "shoe_id": f"T0{t}-S{s}", "profile": profile, "rounds": rounds,
-                           **{f"{stat}_observed": rng.randint(0, rounds // 2) for stat in fairness.STATISTICS}}
+                           "recorded_rounds": rounds,
+                           **{f"{stat}_observed": rng.randint(0, rounds // 2)
+                              for stat in (*fairness.STATISTICS, *fairness.RECORDED)}}
                           for t in (1, 2) for s in range(40) for profile, rounds in
                           (("standard", rng.randint(60, 90)), ("six-deck", rng.randint(60, 90)))])
     decks_of = {"standard": 8, "six-deck": 6}
