@@ -58,7 +58,8 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
             tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
         options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
                               bets_mapping=_mapping(bets_mapping), validate=contract, as_of=as_of,
-                              fail_on=frozenset(fail_on), profiles_dir=None if profiles_dir is None else Path(profiles_dir))
+                              fail_on=frozenset(fail_on),
+                              profiles_dir=None if profiles_dir is None else Path(profiles_dir))
         done = run.audit(rounds, out, options)
         read = {name: pl.read_parquet(out / f"{name}.parquet") if (out / f"{name}.parquet").is_file() else None
                 for name in ("findings", "quarantine", "bets_quarantine", "fairness")}

@@ -287,7 +287,8 @@ def render(explanation: dict) -> str:
         lines.append("  " + ", ".join([*placed, f"profile {explanation['profile']}"]))
         if "copies" in explanation:
             lines.append(f"  {explanation['copies']}")
-        lines += [f"  {found['check']} (across the shoe): {found['detail']}" for found in explanation.get("across_rounds", [])]
+        lines += [f"  {found['check']} (across the shoe): {found['detail']}"
+                  for found in explanation.get("across_rounds", [])]
         lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
         if explanation["first_departure"] is not None:
             lines.append(f"  The procedure was first broken at step {explanation['first_departure']['step']}.")

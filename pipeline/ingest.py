@@ -45,8 +45,7 @@ PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
 #: How files named .csv that are not CSV text begin, and what they are: read as text, their header
 #: was a line of garbled names.
-NOT_TEXT = {b"\x1f\x8b": "gzip-compressed (decompress it first)",
-            b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
+NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
             b"\xff\xfe": "UTF-16 text (save it as UTF-8)", b"\xfe\xff": "UTF-16 text (save it as UTF-8)"}
 
 
@@ -283,6 +282,18 @@ def spans(sizes: Iterable[tuple[object, int]], rows: int) -> Iterator[list[tuple
 
 
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
+TEXT_SUFFIXES = {".csv", ".txt"}
+
+
+def text_suffix(path: Path) -> str:
+    """A CSV file's suffix, that of its name under a compression suffix: `night.csv.gz` is `.csv`."""
+    suffix = path.suffix.lower()
+    return Path(path.stem).suffix.lower() if suffix in lines.COMPRESSED_SUFFIXES else suffix
+
+
+def is_log_name(path: Path) -> bool:
+    """Whether a file in a folder is read as a log, by its name: CSV (compressed too) or Parquet."""
+    return path.suffix.lower() in LOG_SUFFIXES or text_suffix(path) in TEXT_SUFFIXES
 
 
 #: An audit's own outputs, and its Data Docs folder.
@@ -291,7 +302,7 @@ AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parq
                  "evidence.json", AUDIT_SUMMARY, "report.html")
 AUDIT_DOCS = "contract"
 
-NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))})"
+NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))}, or .csv and .txt with .gz or .zst)"
 
 
 @dataclass(frozen=True)
@@ -346,7 +357,7 @@ def _walk(folder: Path, found: Found, seen: set[tuple[int, int]]) -> None:
                 _walk(path, found, seen)
         elif not stat.S_ISREG(status.st_mode):
             found.unread.append((path, "not a regular file (a FIFO, socket or device)"))
-        elif path.suffix.lower() in LOG_SUFFIXES:
+        elif is_log_name(path):
             found.files.append(path)
         else:
             found.unread.append((path, NOT_A_LOG))
@@ -432,7 +443,7 @@ def format_of(path: Path) -> str:
         raise InputError(f"{path}: the file is empty; expected a CSV header or a Parquet file")
     if head == PARQUET_MAGIC:
         return "parquet"
-    if path.suffix.lower() in {".csv", ".txt"}:
+    if text_suffix(path) in TEXT_SUFFIXES:
         found = next((what for start, what in NOT_TEXT.items() if head.startswith(start)), None)
         if found:
             raise InputError(f"{path}: not CSV text but {found}; expected CSV in UTF-8")

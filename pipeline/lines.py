@@ -1,4 +1,8 @@
-"""CSV text made safe for the reader: every line end, NUL bytes, and lines too long to be a round.
+"""CSV text made safe for the reader: compressed files, every line end, NUL bytes, and lines too
+long to be a round.
+
+A gzip- or zstd-compressed log (`night.csv.gz`, `night.csv.zst`) is read through a decompressed copy,
+made in blocks by pyarrow's decompressing stream, and that copy is then treated as any CSV file.
 
 Polars splits CSV records on LF only (a CRLF's CR is dropped), so a file whose lines end in CR alone
 would be one line, and a NUL byte stops its reader. A file is read once, in blocks, before it is
@@ -16,10 +20,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from . import stops
-from .errors import InputError
+from .errors import InputError, first_line
 
 MAX_LINE = 1 << 20  # bytes: the longest line a log may hold (documented in the README)
+#: How a compressed file begins, and its codec as pyarrow names it.
+COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
+COMPRESSED_SUFFIXES = (".gz", ".zst")
 BLOCK = 1 << 23
 REPLACED = "\ufffd".encode()
 
@@ -89,8 +98,32 @@ def _too_long(path: Path, row: int) -> InputError:
                       "it would be held whole (a file that is not a log, or lines joined?)")
 
 
+def compression_of(path: Path) -> str | None:
+    """The codec a file is compressed with (by its first bytes), or None."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    return next((codec for start, codec in COMPRESSED.items() if head.startswith(start)), None)
+
+
+def _decompressed(path: Path, codec: str) -> Path:
+    """A decompressed copy of `path`; an InputError naming the file when it cannot be decompressed
+    (cut short, or not what its first bytes say)."""
+    copy = _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
+    try:
+        with pa.input_stream(str(path), compression=codec) as source, copy.open("wb") as target:
+            while block := source.read(BLOCK):
+                target.write(block)
+    except (OSError, pa.ArrowException) as error:
+        raise InputError(f"{path}: {codec}-compressed, but it cannot be decompressed ({first_line(error)})") from None
+    return copy
+
+
 def readable(path: Path) -> Path:
-    """`path`, or a copy of it with LF line ends and no NUL when it needs one (see the module)."""
+    """`path`, or a copy of it decompressed, or with LF line ends and no NUL, when it needs one (see
+    the module)."""
+    codec = compression_of(path)
+    if codec is not None:
+        return readable(_decompressed(path, codec))
     text = survey(path)
     if not (text.bare_cr or text.nul):
         return path

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import run as polars_engine
-from . import contract, evidence, fairness, ingest, integrity, owned, profiles, settlement, stored
+from . import contract, evidence, fairness, ingest, integrity, lines, owned, profiles, settlement, stored
 from .checks import DUPLICATE, PER_ROUND
 from .errors import InputError, first_line
 from .findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
@@ -427,6 +427,11 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     for opened in filter(None, (log, bet_log)):
+        # Spark reads the files themselves, not the polars engine's decompressed copies.
+        compressed = next((path for path in opened.files if lines.compression_of(path)), None)
+        if compressed is not None:
+            raise InputError(f"{compressed}: a compressed log is read by the polars engine only; "
+                             "decompress it for --engine spark")
         # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
         opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS
-from baccarat_audit import ingest
+from conftest import ASSETS, output
+from baccarat_audit import ingest, run
 from baccarat_audit.selection import Selection
 from baccarat_audit.timestamps import timestamp, with_timestamp
 
@@ -149,7 +149,6 @@ def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_p
     """Drawn logs of good and bad lines, with Windows line ends or not, a last line ended or not, and
     a byte order mark or not: every line under the header is a row, audited or quarantined with the
     reason its kind gives, and the counts add up."""
-    from baccarat_audit import run
 
     if kinds[-1] == "blank":  # an unended blank last line is no line at all
         ends = True
@@ -442,7 +441,6 @@ def test_a_narrowing_never_rules_out_a_row_it_keeps(tmp_path_factory, log, table
 
 def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
     """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
-    from baccarat_audit import run
 
     content, reasons = AUDITABLE["too many and too few fields"]
     path = write(tmp_path / "log.csv", content * 1 + "\n".join(content.splitlines()[1:] * 3) + "\n")
@@ -502,13 +500,14 @@ def test_a_file_whose_name_looks_like_a_glob_is_read_as_itself(tmp_path, suffix)
 
 
 def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unseen(tmp_path):
-    """A compressed log, a marker, a hidden file or an earlier audit's outputs beside the logs are not
-    read, and the summary, the command's output and the report name each with why."""
+    """A log compressed as the tool does not read (bzip2), a marker, a hidden file or an earlier audit's
+    outputs beside the logs are not read, and the summary, the command's output and the report name
+    each with why."""
     rounds, bets = tmp_path / "rounds" / "date=2026-11-04", tmp_path / "bets"
     rounds.mkdir(parents=True)
     bets.mkdir()
     write(rounds / "T01.csv", f"{HEADER}\n{GOOD}\n")
-    write(rounds / "T02.csv.gz", b"\x1f\x8b not read")
+    write(rounds / "T02.csv.bz2", b"BZh91AY not read")
     write(rounds / "_SUCCESS", "")
     write(rounds / ".T01.csv.crc", "")
     write(bets / "bets.csv", "bet_id,round_id,bet_type,stake,paid\nB1,R1,player,10,0\n")
@@ -521,13 +520,13 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
     ours = "written by baccarat-audit"
     assert summary["inputs_not_read"] == [
         {"role": "rounds", "path": str(rounds / ".T01.csv.crc"), "reason": "hidden"},
-        {"role": "rounds", "path": str(rounds / "T02.csv.gz"), "reason": ingest.NOT_A_LOG},
+        {"role": "rounds", "path": str(rounds / "T02.csv.bz2"), "reason": ingest.NOT_A_LOG},
         {"role": "rounds", "path": str(rounds / "_SUCCESS"), "reason": ingest.NOT_A_LOG},
         *({"role": "rounds", "path": str(earlier / name), "reason": ours}
           for name in sorted([".baccarat-audit.json", *(p.name for p in earlier.iterdir() if p.name[0] != ".")])),
         {"role": "bets", "path": str(bets / "README"), "reason": ingest.NOT_A_LOG}]
     assert (f"Not read: 10 entries of the input folders: {rounds / '.T01.csv.crc'} (hidden), "
-            f"{rounds / 'T02.csv.gz'} ({ingest.NOT_A_LOG})") in completed.stdout
+            f"{rounds / 'T02.csv.bz2'} ({ingest.NOT_A_LOG})") in completed.stdout
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h3>Not read</h3>" in report and str(bets / "README") in report
 
@@ -538,7 +537,6 @@ def test_a_dealt_at_stored_as_a_timestamp_is_narrowed_as_its_text_is(tmp_path, z
     groups' statistics): it keeps every round the window does, and rules out the days far from it."""
     from datetime import UTC, timedelta
 
-    from baccarat_audit import run
 
     rounds = pl.read_parquet(Path(__file__).parent.parent / "data" / "rounds.parquet")
     at = pl.col("dealt_at").str.to_datetime(time_zone="UTC") + pl.duration(days=pl.int_range(pl.len()) // 200)
@@ -828,3 +826,32 @@ def test_a_typed_parquet_column_is_read_as_the_number_it_holds(tmp_path_factory,
             assert text == (f"{whole}.{places.rstrip('0')}".rstrip(".") if value else "0"), (value, text)
         else:
             assert text == str(value)
+
+
+def test_gzip_and_zstd_compressed_logs_are_read_as_their_text(tmp_path):
+    """A log compressed as logs are shipped (night.csv.gz, night.csv.zst, or gzip bytes in a .csv) is
+    audited as its text is: the same findings row for row, the compressed file named and hashed in
+    the provenance; a folder of them is read whole."""
+    import gzip
+    import hashlib
+
+    import pyarrow as pa
+
+    text = (ASSETS.parent.parent / "data" / "rounds.csv").read_bytes()
+    (tmp_path / "logs").mkdir()
+    files = {"night.csv.gz": gzip.compress(text), "night.csv.zst": pa.compress(text, codec="zstd", asbytes=True),
+             "gzip-bytes.csv": gzip.compress(text)}
+    for name, data in files.items():
+        (tmp_path / "logs" / name).write_bytes(data)
+    (tmp_path / "plain.csv").write_bytes(text)
+    plain = run.audit(tmp_path / "plain.csv", tmp_path / "plain", run.Options(validate=False))
+    for name, data in files.items():
+        done = run.audit(tmp_path / "logs" / name, tmp_path / name.replace(".", "-"), run.Options(validate=False))
+        assert done.summary["findings"] == plain.summary["findings"], name
+        assert output(done.out_dir / "findings.parquet").drop("source_file").equals(
+            output(plain.out_dir / "findings.parquet").drop("source_file")), name
+        (entry,) = done.summary["inputs"]
+        assert (entry["path"], entry["format"], entry["sha256"]) == (
+            str(tmp_path / "logs" / name), "csv", hashlib.sha256(data).hexdigest())
+    whole = run.audit(tmp_path / "logs", tmp_path / "whole", run.Options(validate=False))
+    assert whole.summary["rows_read"] == 3 * plain.summary["rows_read"] and not whole.summary["inputs_not_read"]

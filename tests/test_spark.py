@@ -273,3 +273,14 @@ def test_a_stop_by_signal_ends_the_spark_driver_and_its_jvm(tmp_path):
     while jvm & {int(p.name) for p in Path("/proc").glob("[0-9]*")}:
         assert time.monotonic() - started < 240, "Spark's JVM outlived its driver"
         time.sleep(0.5)
+
+
+def test_spark_refuses_a_compressed_log_before_it_starts(tmp_path):
+    """The polars engine reads a compressed log through a decompressed copy; Spark would read the file
+    itself, so it says so in one line rather than audit compressed bytes."""
+    import gzip
+
+    (tmp_path / "night.csv.gz").write_bytes(gzip.compress((ASSETS / "mixed_notation.csv").read_bytes()))
+    with pytest.raises(InputError, match="night.csv.gz: a compressed log is read by the polars engine only"):
+        spark.audit([str(tmp_path / "night.csv.gz")], tmp_path / "out", run.Options(validate=False))
+    assert not (tmp_path / "out" / "summary.json").exists()

@@ -112,8 +112,8 @@ def test_a_stop_removes_the_scratch_folder_of_validate_and_leaves_its_data_docs_
     Great Expectations, with both made. The earlier run's Data Docs stay as they were."""
     scratch, out = tmp_path / "scratch", tmp_path / "out"
     scratch.mkdir()
-    subprocess.run([sys.executable, "-m", "baccarat_audit", "validate", "data/bets.csv", "--bets", "--docs", out / "docs"],
-                   cwd=ROOT, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "baccarat_audit", "validate", "data/bets.csv", "--bets",
+                    "--docs", out / "docs"], cwd=ROOT, check=True, capture_output=True)
     earlier = (out / "docs" / "index.html").read_bytes()
     done = stopped(f"""
         import sys, tempfile, time
