@@ -59,7 +59,7 @@ def explain(row: dict) -> dict:
     steps.append(f"Banker {'drew ' + shown['banker_3'] if coup.banker_drew else 'stood'} "
                  f"({'as required' if coup.banker_drew == coup.banker_must_draw else AGAINST}).")
     steps.append(f"Final totals of the cards dealt: Player {coup.player_final}, Banker {coup.banker_final}: "
-                 f"{'a tie' if coup.result == 'TIE' else coup.result.lower() + ' wins'}.")
+                 f"{_outcome_words(coup.result)}.")
     departed = next((n for n, step in enumerate(steps, start=1) if step.endswith(f"({AGAINST}).")), None)
     compared = [
         ("Player draw", "draw" if coup.player_must_draw else "stand", "draw" if coup.player_drew else "stand"),
@@ -93,6 +93,11 @@ def explain(row: dict) -> dict:
     }
 
 
+def _outcome_words(result: str) -> str:
+    """A coup's result as the explanation says it: "banker wins", "a tie"."""
+    return "a tie" if result == "TIE" else f"{result.lower()} wins"
+
+
 #: How a step says a card was dealt, or not, against the tableau: the procedure broken there.
 AGAINST = "CONTRARY TO THE TABLEAU"
 
@@ -107,8 +112,8 @@ def by_the_procedure(coup: Replay) -> dict:
     have been drawn was never recorded, or which card a hand would have received depends on how the
     house corrects a misdeal). `known` False, or the totals, the cards each hand holds and the result
     (`same` when they are the recorded cards' own)."""
-    player, banker = coup.player_final, coup.banker_final
-    player_cards, banker_cards = 2 + coup.player_drew, 2 + coup.banker_drew
+    recorded = (coup.player_final, coup.banker_final, 2 + coup.player_drew, 2 + coup.banker_drew)
+    player, banker, player_cards, banker_cards = recorded
     if coup.natural:
         player, banker, player_cards, banker_cards = coup.player_opening, coup.banker_opening, 2, 2
     elif coup.player_drew != coup.player_must_draw:
@@ -124,8 +129,7 @@ def by_the_procedure(coup: Replay) -> dict:
     result = tableau.result(player, banker)
     return {"known": True, "player": player, "banker": banker, "player_cards": player_cards,
             "banker_cards": banker_cards, "result": result,
-            "same": (player, banker, player_cards, banker_cards) == (coup.player_final, coup.banker_final,
-                                                                     2 + coup.player_drew, 2 + coup.banker_drew)}
+            "same": (player, banker, player_cards, banker_cards) == recorded}
 
 
 def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
@@ -208,8 +212,8 @@ def _due_by_procedure(profile: profiles.Profile, bet_type: str, explanation: dic
                        explanation["replay"]["natural"], explanation["facts"]["player_pair"],
                        explanation["facts"]["banker_pair"])
     due = bets.settle(profile, bet_type, facts, stake).expected
-    outcome = "a tie" if produced["result"] == "TIE" else f"{produced['result'].lower()} wins"
-    return money_str(due), (f"By the procedure (Player {produced['player']}, Banker {produced['banker']}: {outcome}) "
+    return money_str(due), (f"By the procedure (Player {produced['player']}, Banker {produced['banker']}: "
+                            f"{_outcome_words(produced['result'])}) "
                             f"{money_str(due)} would be due.")
 
 
@@ -256,9 +260,8 @@ def procedure_text(produced: dict) -> str:
         return f"By the procedure: cannot be known ({produced['why']})."
     if produced["same"]:
         return "By the procedure: the same totals and result as the recorded cards."
-    outcome = "a tie" if produced["result"] == "TIE" else f"{produced['result'].lower()} wins"
     return (f"By the procedure the coup would have ended Player {produced['player']}, Banker {produced['banker']}: "
-            f"{outcome}; the recorded cards give another result or totals.")
+            f"{_outcome_words(produced['result'])}; the recorded cards give another result or totals.")
 
 
 def found_anything(explained: list[dict]) -> bool:

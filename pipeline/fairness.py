@@ -24,11 +24,12 @@ from . import exact_odds
 from .checks import recorded_outcome
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
-STATISTICS = ("banker_wins", "player_wins", "ties", "naturals", "player_pairs", "banker_pairs")
+OUTCOMES = ("banker_wins", "player_wins", "ties")  # what the outcome chi-squares test
+STATISTICS = (*OUTCOMES, "naturals", "player_pairs", "banker_pairs")
 #: The outcomes as the log recorded them (and the house paid them), beside the replay's: counted over
 #: the rounds whose recorded outcome is readable, tested against the same exact chances, and corrected
 #: apart. They flag no table; the report and summary.json say where they and the replay disagree.
-RECORDED = ("recorded_banker_wins", "recorded_player_wins", "recorded_ties")
+RECORDED = tuple(f"recorded_{s}" for s in OUTCOMES)
 RECORDED_TEST = "recorded_outcome_chi_square"
 LEVELS = ("table_id", "dealer_id", "shoe_id")
 FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
@@ -88,7 +89,7 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     """
     def chances_of(decks: int) -> dict[str, float]:
         p = probabilities(decks)
-        return {f"p_{s}": p[s] for s in STATISTICS} | {f"p_recorded_{s}": p[s] for s in STATISTICS[:3]}
+        return {f"p_{s}": p[s] for s in STATISTICS} | {f"p_recorded_{s}": p[s] for s in OUTCOMES}
 
     counted = (*STATISTICS, *RECORDED)
     chances = pl.DataFrame([{"profile": profile, **chances_of(decks)} for profile, decks in decks_of.items()],
@@ -120,8 +121,8 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
 
     place = ["level", "group"]
     per_test = []
-    for tests, rounds, chi_square_test in ((STATISTICS, "rounds", "outcome_chi_square"),
-                                           (RECORDED, "recorded_rounds", RECORDED_TEST)):
+    for tests, outcomes, rounds, chi_square_test in ((STATISTICS, OUTCOMES, "rounds", "outcome_chi_square"),
+                                                     (RECORDED, RECORDED, "recorded_rounds", RECORDED_TEST)):
         of = counts.filter(pl.col(rounds) > 0)  # a log without recorded outcomes has no recorded tests
         for s in tests:
             observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
@@ -133,7 +134,7 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
             pl.when(pl.col(f"{s}_expected") > 0)
             .then((pl.col(f"{s}_observed") - pl.col(f"{s}_expected")) ** 2 / pl.col(f"{s}_expected"))
             .otherwise(0.0)
-            for s in tests[:3])
+            for s in outcomes)
         per_test.append(of.select(*place, pl.col(rounds).alias("rounds"), test=pl.lit(chi_square_test),
                                   observed=pl.lit(None, pl.Float64), expected=pl.lit(None, pl.Float64),
                                   statistic=chi_square))

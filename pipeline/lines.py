@@ -108,7 +108,7 @@ def compression_of(path: Path) -> str | None:
 def _decompressed(path: Path, codec: str) -> Path:
     """A decompressed copy of `path`; an InputError naming the file when it cannot be decompressed
     (cut short, or not what its first bytes say)."""
-    copy = _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
+    copy = _new_copy()
     try:
         with pa.input_stream(str(path), compression=codec) as source, copy.open("wb") as target:
             while block := source.read(BLOCK):
@@ -127,7 +127,7 @@ def readable(path: Path) -> Path:
     text = survey(path)
     if not (text.bare_cr or text.nul):
         return path
-    copy = _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
+    copy = _new_copy()
     with path.open("rb") as source, copy.open("wb") as target:
         carried = b""
         while block := source.read(BLOCK):
@@ -137,6 +137,11 @@ def readable(path: Path) -> Path:
             target.write(block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\0", REPLACED))
         target.write(b"\n" if carried else b"")
     return copy
+
+
+def _new_copy() -> Path:
+    """A path for one more copy in the scratch folder."""
+    return _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
 
 
 _folder: list[Path] = []
