@@ -57,7 +57,7 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
         out = Path(out_dir) if out_dir is not None else Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
         options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
-                              bets_mapping=_mapping(bets_mapping), validate=contract, as_of=as_of,
+                              bets_mapping=_mapping(bets_mapping, "bet_log"), validate=contract, as_of=as_of,
                               fail_on=frozenset(fail_on),
                               profiles_dir=None if profiles_dir is None else Path(profiles_dir))
         done = run.audit(rounds, out, options)
@@ -79,7 +79,7 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
         house = run.with_house_profiles(run.Options(profile=profile, mapping=_mapping(mapping), profiles_dir=(
             None if profiles_dir is None else Path(profiles_dir))))
-        profile, round_mapping, bet_mapping = house.profile, house.mapping, _mapping(bets_mapping)
+        profile, round_mapping, bet_mapping = house.profile, house.mapping, _mapping(bets_mapping, "bet_log")
         profiles.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, round_mapping)
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, bet_mapping) if bets else []
@@ -137,8 +137,8 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
                                                  "detail").collect()
 
 
-def _mapping(name_or_path: str | Path | None) -> ingest.Mapping | None:
-    return None if name_or_path is None else ingest.load_mapping(name_or_path)
+def _mapping(name_or_path: str | Path | None, contract_name: str = "round_log") -> ingest.Mapping | None:
+    return None if name_or_path is None else ingest.load_mapping(name_or_path, contract_name)
 
 
 @contextmanager

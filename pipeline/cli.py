@@ -98,8 +98,8 @@ WindowEnd = Annotated[datetime | None, typer.Option(
     parser=_end, metavar="TIME", help=f"Rounds must be dealt at or before this ({UNTIL}).")]
 
 
-def _mapping(name: str | None) -> ingest.Mapping | None:
-    return None if name is None else ingest.load_mapping(name)
+def _mapping(name: str | None, contract_name: str = "round_log") -> ingest.Mapping | None:
+    return None if name is None else ingest.load_mapping(name, contract_name)
 
 
 def _window(start: datetime | None, end: datetime | None, options: str = "--window-start/--window-end"
@@ -165,7 +165,7 @@ def audit(
     with progress.phases(enabled=not (quiet or as_json) and engine == "polars") as on_phase:
         try:
             options = audit_run.Options(
-                bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping),
+                bets=bets, profile=profile, mapping=_mapping(mapping), bets_mapping=_mapping(bets_mapping, "bet_log"),
                 validate=contract_check, data_docs=data_docs and contract_check,
                 window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase, fail_on=kinds, command=tuple(sys.argv),
@@ -235,7 +235,7 @@ def validate(
     3: the tool failed."""
     name = "bet_log" if bets else "round_log"
     try:
-        opened = ingest.scan(log, name, _mapping(mapping))
+        opened = ingest.scan(log, name, _mapping(mapping, name))
         # Columns are written to a scratch folder a part at a time, removed as a staging folder is. The Data
         # Docs folder is made first: Great Expectations would log a traceback for each page it cannot write.
         temporary = Path(tempfile.gettempdir())

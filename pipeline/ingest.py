@@ -32,7 +32,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
-from . import cards, lines, owned
+from . import cards, json_records, lines, mappings, owned
 from .errors import InputError, OutputError, first_line
 from .selection import Selection
 
@@ -74,32 +74,23 @@ def outcome_spellings() -> dict[str, str]:
     return {word: outcome for outcome, words in spellings.items() for word in words}
 
 
-@dataclass(frozen=True)
-class Mapping:
-    """How a provider's log maps onto a contract: column renames and value translations."""
-
-    name: str
-    columns: dict[str, str]  # provider column -> contract column
-    values: dict[str, dict[str, str]]  # contract column -> provider value -> contract value
-    path: Path | None  # None: made by the tool, not read from a file (`with_profiles`)
+Mapping = mappings.Mapping
 
 
-def load_mapping(name_or_path: str | Path) -> Mapping:
-    """A mapping from `schemas/mappings/NAME.json`, or from a JSON file given by path."""
+def load_mapping(name_or_path: str | Path, contract_name: str = "round_log") -> Mapping:
+    """A mapping of a log held to `contract_name`: `schemas/mappings/NAME.json`, or a JSON file by path."""
     path = Path(name_or_path)
     if not path.is_file():
         path = MAPPINGS / f"{name_or_path}.json"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in MAPPINGS.glob("*.json")))
         raise InputError(f"unknown mapping {str(name_or_path)!r} (known: {known}; or give a path to a JSON file)")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: not a valid mapping file ({error})") from None
-    problem = _mapping_problem(data)
-    if problem:
-        raise InputError(f"{path}: not a valid mapping file ({problem})")
-    return Mapping(data.get("name", path.stem), data.get("columns", {}), data.get("values", {}), path)
+    return mappings.load(path, _schema("mapping"), columns(contract_name), contract_name)
+
+
+@cache
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
 
 
 def with_profiles(mapping: Mapping | None, house: dict[str, str]) -> Mapping | None:
@@ -113,44 +104,7 @@ def with_profiles(mapping: Mapping | None, house: dict[str, str]) -> Mapping | N
         name: reference for name, reference in house.items() if name not in own}
     if mapping is None:
         return Mapping("profiles", {}, {"profile": table}, None)
-    return Mapping(mapping.name, mapping.columns, mapping.values | {"profile": table}, mapping.path)
-
-
-MAPPING_KEYS = ("name", "description", "columns", "values")
-
-
-def _mapping_problem(data: object) -> str | None:
-    """What keeps `data` (a mapping file's JSON) from being a mapping, or None. A key misspelt would
-    otherwise be passed over, and the log read as if unmapped: its columns then reported missing."""
-    def texts(table: object) -> bool:
-        return isinstance(table, dict) and all(isinstance(v, str) and v for v in [*table, *table.values()])
-    if not isinstance(data, dict):
-        return f"expected a JSON object with {', '.join(MAPPING_KEYS)}"
-    unknown = [key for key in data if key not in MAPPING_KEYS]
-    if unknown:
-        return f"unknown key {unknown[0]!r}; a mapping has {', '.join(MAPPING_KEYS)}"
-    if not texts(data.get("columns", {})):
-        return 'columns must map each provider column to a contract column, as {"P1": "player_card_1"}'
-    values = data.get("values", {})
-    if not (isinstance(values, dict) and all(texts(table) for table in values.values())):
-        return 'values must map a contract column to its translations, as {"outcome": {"Player Win": "PLAYER"}}'
-    targets = list(data.get("columns", {}).values())
-    twice = next((target for target in targets if targets.count(target) > 1), None)
-    if twice:
-        sources = [source for source, target in data["columns"].items() if target == twice]
-        return f"columns maps {' and '.join(sources)} both to {twice}"
-    return None
-
-
-def check_mapping(mapping: Mapping, contract_name: str) -> None:
-    """A mapping whose columns or values name a column the contract lacks is an InputError: the column
-    would be ignored, and a check that needs it skipped, without a word about the misspelling."""
-    known = columns(contract_name)
-    for part, named in (("columns", mapping.columns.values()), ("values", mapping.values)):
-        stray = [name for name in named if name not in known]
-        if stray:
-            raise InputError(f"{mapping.path}: {part} names {stray[0]!r}, not a column of the {contract_name} "
-                             f"contract ({', '.join(known)})")
+    return replace(mapping, values=mapping.values | {"profile": table})
 
 
 #: One file's rows by range: (start, count or None for the rest, narrowed) -> those rows, as `Log.frame`
@@ -292,8 +246,9 @@ def text_suffix(path: Path) -> str:
 
 
 def is_log_name(path: Path) -> bool:
-    """Whether a file in a folder is read as a log, by its name: CSV (compressed too) or Parquet."""
-    return path.suffix.lower() in LOG_SUFFIXES or text_suffix(path) in TEXT_SUFFIXES
+    """Whether a file in a folder is read as a log, by its name: CSV or JSON Lines (compressed too), or
+    Parquet. A JSON array file is read when named: a folder's .json files are more often not logs."""
+    return path.suffix.lower() in LOG_SUFFIXES or text_suffix(path) in TEXT_SUFFIXES | json_records.SUFFIXES
 
 
 #: An audit's own outputs, and its Data Docs folder.
@@ -397,7 +352,7 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path
         elif path.is_dir():
             below = _below(path)
             if not below.files:
-                raise InputError(f"{path}: the directory holds no .csv or .parquet file")
+                raise InputError(f"{path}: the directory holds no .csv, .jsonl or .parquet file")
             files += below.files
             unread += below.unread
         else:
@@ -440,7 +395,7 @@ def format_of(path: Path) -> str:
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror})") from None
     if not head:
-        raise InputError(f"{path}: the file is empty; expected a CSV header or a Parquet file")
+        raise InputError(f"{path}: the file is empty; expected a CSV header, JSON records or a Parquet file")
     if head == PARQUET_MAGIC:
         return "parquet"
     if text_suffix(path) in TEXT_SUFFIXES:
@@ -448,7 +403,9 @@ def format_of(path: Path) -> str:
         if found:
             raise InputError(f"{path}: not CSV text but {found}; expected CSV in UTF-8")
         return "csv"
-    raise InputError(f"{path}: neither CSV (.csv) nor Parquet (no PAR1 header)")
+    if text_suffix(path) in json_records.SUFFIXES | {json_records.ARRAY_SUFFIX}:
+        return "json"
+    raise InputError(f"{path}: neither CSV (.csv), JSON (.jsonl, .ndjson, .json) nor Parquet (no PAR1 header)")
 
 
 def csv_header(path: Path, label: Path | None = None) -> list[str]:
@@ -611,6 +568,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     """One file as a frame of contract columns (text), with the columns it really has and its format;
     `made` holds what files of one shape are read by (`_texts`), for all the files of a log."""
     file_format = format_of(path)
+    if mapping is not None and mapping.header is not None and file_format != "csv":
+        raise InputError(f"{path}: the mapping gives a header, which only a CSV log can lack; this is a "
+                         f"{file_format} file")
     try:
         if file_format == "parquet":
             # The schema from the file's footer, by a scan of its own: asked of `whole`, it keeps later
@@ -627,9 +587,19 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 # `whole_files`. A cut reaches the scan, but keeps a filter from it (see `ranged`).
                 whole = pl.scan_parquet(path, hive_partitioning=False, glob=False)
                 return whole if (start, count) == (0, None) else whole.slice(start, count)
+        elif file_format == "json":
+            source = lines.decompressed(path)
+            dtypes = json_records.schema(source, path)
+            stored_rows, names, footer = json_records.rows(source, path, dtypes), list(dtypes), None
+
+            def read(start: int = 0, count: int | None = None) -> pl.LazyFrame:
+                whole = json_records.scan(source, dtypes)
+                return whole if (start, count) == (0, None) else whole.slice(start, count)
         else:
             # Every field is read as text: the header is the schema (cheaper than a plan built to ask it).
             source = lines.readable(path)
+            if mapping is not None and mapping.header is not None:
+                source = lines.with_header(source, mapping.header)
             header = names = csv_header(source, path)
             dtypes = {name: pl.String for name in names}
             stored_rows = footer = None
@@ -645,16 +615,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
     as_found = dtypes  # as the file names them, before a mapping renames them
-    renames = {}
-    if mapping is not None:
-        renames = {column: target for column, target in mapping.columns.items() if column in names}
-        overwritten = next(((column, target) for column, target in renames.items()
-                            if target in names and target != column), None)
-        if overwritten:
-            raise InputError(f"{path}: the mapping renames column {overwritten[0]} to {overwritten[1]}, but the "
-                             f"log has a {overwritten[1]} column already; one of them would be lost")
-        names = [renames.get(name, name) for name in names]
-        dtypes = {renames.get(name, name): dtype for name, dtype in dtypes.items()}
+    found, broken = mappings.columns_of(mapping, dtypes, columns(contract_name), path)
+    plain = {column.stored: target for target, column in found.items() if column.stored}
+    names = [plain.get(name, name) for name in names] + [c for c, column in found.items() if column.stored is None]
     partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
@@ -669,25 +632,26 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             hint = f"; the header is one field, split by {other!r}: a CSV log's fields are separated by commas"
         raise InputError(f"{path}: required column {', '.join(missing)} missing "
                          f"(found: {', '.join(names) or 'none'}{hint})")
-    present = [c for c in columns(contract_name) if c in names]
+    present = [c for c in columns(contract_name) if c in found]
     # A list or a struct would be read as its printed form ('{"R1"}'), or fail mid-read; a duration
     # cannot be read as text at all.
-    nested = [c for c in present if dtypes[c].is_nested() or dtypes[c] == pl.Binary
-              or isinstance(dtypes[c], pl.Duration)]
+    nested = [c for c in present if found[c].dtype.is_nested() or found[c].dtype == pl.Binary
+              or isinstance(found[c].dtype, pl.Duration)]
     if nested:
-        raise InputError(f"{path}: column {nested[0]} is stored as {dtypes[nested[0]]}; "
+        raise InputError(f"{path}: column {nested[0]} is stored as {found[nested[0]].dtype}; "
                          "expected text, a number or a timestamp")
     # The columns as stored, which with the format and the Hive folders that fill a column make a shape:
     # in CSV the header as it is, since a record's fields are taken by place; in Parquet, by name, the
     # columns the contract reads, since a scan of several files takes those by name and leaves others
     # (`whole_files`). A file with a column of its own, or another order, is then read with its
     # neighbours, not by a plan of its own.
+    read_from = {root for column in found.values() for root in column.expr.meta.root_names()}
     stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
-              tuple(sorted((name, str(dtype)) for name, dtype in as_found.items()
-                           if renames.get(name, name) in present)))
-    shape = Shape(file_format, stored, tuple(partitions), "" if source == path else str(source))
+              tuple(sorted((name, str(dtype)) for name, dtype in as_found.items() if name in read_from)))
+    # A JSON file is read alone: its records are typed by its own (`json_records`).
+    shape = Shape(file_format, stored, tuple(partitions), "" if source == path and file_format != "json" else str(path))
     if shape not in made:
-        made[shape] = _texts(contract_name, file_format, present, dtypes, renames, mapping)
+        made[shape] = _texts(contract_name, file_format, found, broken, mapping)
     trimmed, finished, as_stored, timed, malformed = made[shape]
 
     def shaped(rows: pl.LazyFrame, keep: pl.Expr | None, at: dict[str, pl.Expr]) -> pl.LazyFrame:
@@ -697,6 +661,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             rows = rows.filter(keep)
         rows = rows.select(at["source_file"].alias("source_file"), at["source_row"].alias("source_row"), malformed,
                            **(trimmed | {c: at[c] for c in partitions})).with_columns(**finished)
+        if mapping is not None and mapping.round_id:
+            rows = rows.with_columns(round_id=mappings.derived_round_id(mapping))
         # Parquet strings are UTF-8 by the format's rules.
         return flag_not_utf8(rows, present) if file_format == "csv" else rows
 
@@ -755,18 +721,18 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                    shape, whole_files)
 
 
-def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dict[str, pl.DataType],
-           renames: dict[str, str], mapping: Mapping | None) -> tuple:
+def _texts(contract_name: str, file_format: str, found: dict[str, mappings.Column], broken: list[pl.Expr],
+           mapping: Mapping | None) -> tuple:
     """How a file of one shape is read as contract text, built once per shape (`_open`): the trimmed
     text of every contract column (null where a file lacks it; Hive folders fill theirs), the step
     that nulls empty text and translates mapped values, the stored names and dealt_at type that
-    `Selection.stored` tests, and `malformed`. Built for each file, they took 1.5 ms a file (4.4 s
-    for 2,920 nightly files)."""
+    `Selection.stored` tests, and `malformed` (with the reasons its layout is `broken`, by the
+    mapping). Built for each file, they took 1.5 ms a file (4.4 s for 2,920 nightly files)."""
+    present = [c for c in columns(contract_name) if c in found]
     # Numbers and times become text as `as_text` writes them: no space to trim.
-    typed = {c for c in present if dtypes[c].is_numeric() or dtypes[c].is_temporal()}
+    typed = {c for c in present if found[c].dtype.is_numeric() or found[c].dtype.is_temporal()}
     # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.
-    stored_as = {target: source for source, target in renames.items()}
-    column = {c: as_text(pl.col(stored_as.get(c, c)), dtypes[c]) for c in present}
+    column = {c: as_text(found[c].expr, found[c].dtype) for c in present}
     trimmed = {c: (column[c] if c in typed else column[c].str.strip_chars())
                if c in present else pl.lit(None, pl.String) for c in columns(contract_name)}
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
@@ -774,13 +740,14 @@ def _texts(contract_name: str, file_format: str, present: list[str], dtypes: dic
     if mapping is not None:
         finished |= {c: _translated(pl.col(c), finished.get(c, pl.col(c)), table)
                      for c, table in mapping.values.items() if c in trimmed}
-    as_stored = {c: stored_as.get(c, c) for c in present
-                 if dtypes[c] == pl.String and not (mapping and c in mapping.values)}
-    timed = ((stored_as.get("dealt_at", "dealt_at"), dtypes["dealt_at"]) if "dealt_at" in present
-             and isinstance(dtypes["dealt_at"], pl.Datetime) and not (mapping and "dealt_at" in mapping.values)
-             else None)
+    as_stored = {c: found[c].stored for c in present if found[c].stored is not None
+                 and found[c].dtype == pl.String and not (mapping and c in mapping.values)}
+    dealt = found.get("dealt_at")
+    timed = ((dealt.stored, dealt.dtype) if dealt is not None and dealt.stored is not None
+             and isinstance(dealt.dtype, pl.Datetime) and not (mapping and "dealt_at" in mapping.values) else None)
     # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
-    malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String).alias("malformed")
+    malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String)
+    malformed = (reasons_text([malformed, *broken]) if broken else malformed).alias("malformed")
     return trimmed, finished, as_stored, timed, malformed
 
 
@@ -792,7 +759,7 @@ def _translated(text: pl.Expr, finished: pl.Expr, table: dict[str, str]) -> pl.E
     as it did not with `replace`."""
     chain = pl
     for old, new in ((old, new) for old, new in table.items() if old != ""):
-        chain = chain.when(text == old).then(pl.lit(new).cast(pl.String))
+        chain = chain.when(text == old).then(pl.lit(new, pl.String))
     return finished if chain is pl else chain.otherwise(finished)
 
 
@@ -835,8 +802,6 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     or by a read of the few columns it tests (see `_tested`), in which Parquet files of nights before
     `since` are skipped by their statistics (see `Selection.stored`).
     """
-    if mapping is not None:
-        check_mapping(mapping, contract_name)
     label, files, unread = expand(inputs)
     made: dict[tuple, tuple] = {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made) for path in files], selection)

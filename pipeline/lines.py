@@ -15,6 +15,7 @@ long, and the reader would hold it whole.
 from __future__ import annotations
 
 import atexit
+import csv
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -118,12 +119,17 @@ def _decompressed(path: Path, codec: str) -> Path:
     return copy
 
 
+def decompressed(path: Path) -> Path:
+    """`path`, or a decompressed copy of it when it is compressed."""
+    codec = compression_of(path)
+    return path if codec is None else _decompressed(path, codec)
+
+
 def readable(path: Path) -> Path:
     """`path`, or a copy of it decompressed, or with LF line ends and no NUL, when it needs one (see
     the module)."""
-    codec = compression_of(path)
-    if codec is not None:
-        return readable(_decompressed(path, codec))
+    if compression_of(path) is not None:
+        return readable(decompressed(path))
     text = survey(path)
     if not (text.bare_cr or text.nul):
         return path
@@ -136,6 +142,17 @@ def readable(path: Path) -> Path:
             block = block[:-1] if carried else block
             target.write(block.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\0", REPLACED))
         target.write(b"\n" if carried else b"")
+    return copy
+
+
+def with_header(path: Path, names: tuple[str, ...]) -> Path:
+    """A copy of a CSV file written without a header row, `names` its header (a mapping's `header`):
+    read so, its rows are numbered, counted and cut into spans as any CSV file's."""
+    copy = _new_copy()
+    with copy.open("w", encoding="utf-8", newline="") as target:
+        csv.writer(target, lineterminator="\n").writerow(names)
+    with path.open("rb") as source, copy.open("ab") as target:
+        shutil.copyfileobj(source, target, BLOCK)
     return copy
 
 

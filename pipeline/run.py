@@ -430,7 +430,7 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
                                       last_dealt=pl.col("last_dealt").max())}
 
 
-def _merge_findings(log: ingest.Log, run: _Queries, run_id: str) -> None:
+def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest.Mapping | None) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
     the tables' (TABLE_STATS), in one write. Each piece's findings come by check (`round_findings`),
     and a duplicate's from every piece: they are put in log order a piece of the log at a time
@@ -441,7 +441,10 @@ def _merge_findings(log: ingest.Log, run: _Queries, run_id: str) -> None:
     found = [stored.scan(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
-    ingest.collect(log.path, [published(pl.concat(found), run_id).sink_parquet(staging / "findings.parquet", lazy=True)])
+    # A reader of the file alone learns there that its round_ids were made by the audit, not recorded.
+    derived = {"round_id": mapping.derived_id} if mapping is not None and mapping.derived_id else None
+    ingest.collect(log.path, [published(pl.concat(found), run_id).sink_parquet(
+        staging / "findings.parquet", metadata=derived, lazy=True)])
 
 
 def _staged(staging: Path) -> list[list[Path]]:
@@ -544,7 +547,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
                 staging / "findings.tables.parquet")
-        _merge_findings(log, _Queries(staging), run_id)
+        _merge_findings(log, _Queries(staging), run_id, options.mapping)
         if options.data_docs:
             contract.preload()  # imported only now: beside the checks it raised their peak (docs/performance.md)
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
@@ -649,6 +652,8 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
                  "sha256": sha256(path)}
         if mapping is not None and mapping.path is not None:
             entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
+            if mapping.derived_id:
+                entry["mapping"]["round_id"] = mapping.derived_id
         entries.append(entry)
     return entries
 

@@ -423,6 +423,11 @@ def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), polars_engine.outputs_of(options))  # before anything is read
     options = polars_engine.with_house_profiles(options)
+    for mapping in filter(None, (options.mapping, options.bets_mapping)):
+        if mapping.reshapes:
+            raise InputError(f"{mapping.path}: a mapping that reads a log's layout (nested fields, card lists, "
+                             "values mapped to null, constants, a header) is read by the polars engine only; "
+                             "audit the log with --engine polars")
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None

@@ -64,9 +64,10 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
     ("make", "message"),
     [
         (lambda d: d / "missing.csv", "missing.csv: no such file"),
-        (lambda d: d, "the directory holds no .csv or .parquet file"),
+        (lambda d: d, "the directory holds no .csv, .jsonl or .parquet file"),
         (lambda d: _write(d / "empty.csv", ""), "the file is empty"),
-        (lambda d: _write(d / "log.json", "{}"), "neither CSV (.csv) nor Parquet"),
+        (lambda d: _write(d / "log.xml", "<log/>"), "neither CSV (.csv), JSON (.jsonl, .ndjson, .json) nor Parquet"),
+        (lambda d: _write(d / "log.json", "{}"), "log.json: required column round_id, player_card_1"),
         (lambda d: _write(d / "cols.csv", "round_id,player_card_1\nR1,KS\n"),
          "required column banker_card_1, player_card_2"),
         (lambda d: _write(d / "upper.csv", f"{HEADER.upper()}\nR1,KS,2S,,3S,4S,\n"),

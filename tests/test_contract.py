@@ -151,15 +151,22 @@ def test_unknown_mapping_is_exit_2():
 
 
 @pytest.mark.parametrize(("mapping", "message"), [
-    ({"colums": {"P1": "player_card_1"}}, "not a valid mapping file (unknown key 'colums'"),
+    # Held to schemas/mapping.schema.json: what is wrong, and where in the file.
+    ({"colums": {"P1": "player_card_1"}}, "not a valid mapping file (Additional properties are not allowed ('colums'"),
+    ({"columns": ["round"]}, "not a valid mapping file (['round'] is not of type 'object' at $.columns)"),
+    ({"values": {"outcome": "PLAYER"}}, "not a valid mapping file ('PLAYER' is not of type 'object' at $.values.outcome)"),
+    ([], "not a valid mapping file ([] is not of type 'object')"),
+    ({"cards": {"player": {"field": "P", "rank": "r"}}}, "not a valid mapping file ('suit' is a dependency of 'rank' at $.cards.player)"),
+    # And to the contract: each column filled once, by a name it has.
     ({"columns": {"round": "round_id", "P1": "round_id"}},
-     "not a valid mapping file (columns maps round and P1 both to round_id"),
-    ({"columns": ["round"]}, "not a valid mapping file (columns must map each provider column"),
-    ({"values": {"outcome": "PLAYER"}}, "not a valid mapping file (values must map a contract column"),
-    ([], "not a valid mapping file (expected a JSON object"),
+     "not a valid mapping file (columns round and columns P1 both fill round_id)"),
+    ({"columns": {"P": "player_card_1"}, "cards": {"player": {"field": "P", "separator": " "}}},
+     "not a valid mapping file (columns P and cards player both fill player_card_1)"),
     # A column the contract lacks: the log's time would be passed over, and TIMESTAMP skipped, unsaid.
     ({"columns": {"time": "dealt_time"}}, "columns names 'dealt_time', not a column of the round_log contract"),
-    ({"values": {"winner": {"Tie": "TIE"}}}, "values names 'winner', not a column of the round_log contract"),
+    ({"constants": {"table": "T7"}}, "constants names 'table', not a column of the round_log contract"),
+    ({"values": {"winner": {"Tie": "TIE"}}}, "values names 'winner', neither a column of the contract nor a pattern"),
+    ({"values": {"*_crd_*": {"x": None}}}, "values names '*_crd_*', neither a column of the contract nor a pattern"),
 ])
 def test_a_mapping_file_that_is_not_a_mapping_is_exit_2_naming_what_is_wrong(tmp_path, mapping, message):
     (tmp_path / "m.json").write_text(json.dumps(mapping))

@@ -64,8 +64,8 @@ EMPTY = "{}player_card_1 is empty; player_card_2 is empty; banker_card_1 is empt
 
 UNRUNNABLE = {
     "missing file": (lambda d: d / "nowhere.csv", "nowhere.csv: no such file"),
-    "an empty directory": (lambda d: d, "the directory holds no .csv or .parquet file"),
-    "neither CSV nor Parquet": (lambda d: write(d / "log.xlsx", "PK\x03\x04"), "neither CSV (.csv) nor Parquet"),
+    "an empty directory": (lambda d: d, "the directory holds no .csv, .jsonl or .parquet file"),
+    "neither CSV nor Parquet": (lambda d: write(d / "log.xlsx", "PK\x03\x04"), "neither CSV (.csv), JSON"),
     "empty file": (lambda d: write(d / "empty.csv", ""), "the file is empty"),
     "header only": (lambda d: write(d / "header.csv", HEADER + "\n"), "the header has no rows under it"),
     "a folder of headers only": (lambda d: _headers_only(d), "none of its 2 files has a row under its header"),

@@ -1,0 +1,243 @@
+"""Mappings: how a provider's log is laid out, and how its stored fields become contract columns.
+
+A mapping file (schemas/mapping.schema.json says what it may hold) renames columns, reads fields of
+nested records by their dotted paths, spreads a hand's list of cards over its card columns,
+translates values (a value may be mapped to null: not recorded), fills columns the log lacks with a
+constant, and names the columns of a CSV log written without a header. `columns_of` turns it, with a
+file's stored column types, into one expression per contract column, which ingest reads as text.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+
+from .errors import InputError
+
+HANDS = ("player", "banker")
+PLACE = ("source_file", "source_row")  # a row's file and row, of which a round_id may be derived
+CARDS_PER_HAND = 3
+
+
+@dataclass(frozen=True)
+class CardList:
+    """Where a hand's cards are listed in one field (see schemas/mapping.schema.json, card_list)."""
+
+    field: str
+    separator: str | None = None  # text: the cards written one after another, this between them
+    rank: str | None = None  # records: the rank's and the suit's fields of each card
+    suit: str | None = None
+    ranks: dict[str, str | None] = field(default_factory=dict)
+    suits: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """How a provider's log maps onto a contract: column renames and value translations, and the
+    layout: card lists, constants, a headerless CSV's column names."""
+
+    name: str
+    columns: dict[str, str]  # provider field (a dotted path into a nested record) -> contract column
+    values: dict[str, dict[str, str | None]]  # contract column -> provider value -> contract value or None
+    path: Path | None  # None: made by the tool, not read from a file (`ingest.with_profiles`)
+    cards: dict[str, CardList] = field(default_factory=dict)  # hand -> its card list
+    constants: dict[str, str] = field(default_factory=dict)  # contract column -> every row's value
+    header: tuple[str, ...] | None = None  # a CSV log without a header row: its columns
+    round_id: tuple[str, ...] = ()  # a log without round_ids: the columns a round's id is made of
+
+    @property
+    def derived_id(self) -> str | None:
+        """How round_ids are made where the log records none, as the provenance says it."""
+        return f"derived from {', '.join(self.round_id)}" if self.round_id else None
+
+    @property
+    def reshapes(self) -> bool:
+        """Whether the mapping does more than rename columns and translate values to text."""
+        nested = any("." in source for source in self.columns)
+        to_null = any(new is None for table in self.values.values() for new in table.values())
+        return bool(self.cards or self.constants or self.header or self.round_id or nested or to_null)
+
+
+def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_name: str) -> Mapping:
+    """The mapping in the JSON file at `path`, held to `schema` (schemas/mapping.schema.json) and to
+    the contract's columns; an InputError naming the file and what is wrong with it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not a valid mapping file ({error})") from None
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        where = "" if error.json_path == "$" else f" at {error.json_path}"
+        raise InputError(f"{path}: not a valid mapping file ({error.message}{where})")
+    cards = {hand: CardList(**spec) for hand, spec in data.get("cards", {}).items()}
+    mapping = Mapping(data.get("name", path.stem), data.get("columns", {}),
+                      _tables(path, data.get("values", {}), contract_columns), path, cards,
+                      data.get("constants", {}), tuple(data["header"]) if "header" in data else None,
+                      tuple(data.get("round_id", ())))
+    _check(mapping, contract_columns, contract_name)
+    return mapping
+
+
+def _tables(path: Path, values: dict[str, dict], known: tuple[str, ...]) -> dict[str, dict[str, str | None]]:
+    """The value tables by contract column: a pattern's table (`*_card_*`) given to each column it
+    matches, a column's own entries taking precedence over a pattern's."""
+    tables: dict[str, dict[str, str | None]] = {}
+    for key in sorted(values, key=lambda key: key in known):  # patterns first, columns over them
+        matched = [key] if key in known else fnmatch.filter(known, key)
+        if not matched:
+            raise InputError(f"{path}: values names {key!r}, neither a column of the contract nor a pattern "
+                             f"matching one ({', '.join(known)})")
+        for column in matched:
+            tables[column] = tables.get(column, {}) | values[key]
+    return tables
+
+
+def card_columns(hand: str) -> tuple[str, ...]:
+    return tuple(f"{hand}_card_{i}" for i in range(1, CARDS_PER_HAND + 1))
+
+
+def _check(mapping: Mapping, known: tuple[str, ...], contract_name: str) -> None:
+    """What the JSON Schema cannot say: every column named is the contract's, and each is filled once.
+    A misspelt column would otherwise be passed over, and a check that needs it skipped, without a word."""
+    stray = next((name for name in [*mapping.columns.values(), *mapping.constants] if name not in known), None)
+    if stray:
+        part = "columns" if stray in mapping.columns.values() else "constants"
+        raise InputError(f"{mapping.path}: {part} names {stray!r}, not a column of the {contract_name} "
+                         f"contract ({', '.join(known)})")
+    if (mapping.cards or mapping.round_id) and contract_name != "round_log":
+        raise InputError(f"{mapping.path}: cards and a derived round_id are a round log's, not the {contract_name}'s")
+    parts = [part for part in mapping.round_id if part not in PLACE and (part == "round_id" or part not in known)]
+    if parts:
+        raise InputError(f"{mapping.path}: round_id is derived from {parts[0]!r}, neither another column of the "
+                         f"contract nor one of {', '.join(PLACE)}")
+    filled: dict[str, str] = {}
+    sources = [*((f"columns {source}", target) for source, target in mapping.columns.items()),
+               *((f"cards {hand}", column) for hand in mapping.cards for column in card_columns(hand)),
+               *((f"constants {column}", column) for column in mapping.constants),
+               *(("round_id (derived)", "round_id") for _ in mapping.round_id[:1])]
+    for source, target in sources:
+        if target in filled:
+            raise InputError(f"{mapping.path}: not a valid mapping file ({filled[target]} and {source} both "
+                             f"fill {target})")
+        filled[target] = source
+
+
+@dataclass(frozen=True)
+class Column:
+    """A contract column as a file holds it: the expression that reads it from the stored columns,
+    its type there, and the stored column it is when it is one (a filter on it reaches the reader)."""
+
+    expr: pl.Expr
+    dtype: pl.DataType
+    stored: str | None
+
+
+def columns_of(mapping: Mapping | None, dtypes: dict[str, pl.DataType], contract: tuple[str, ...],
+               path: Path) -> tuple[dict[str, Column], list[pl.Expr]]:
+    """A file's contract columns, read from its stored columns (`dtypes`) through `mapping`, and the
+    reasons a row's layout is broken (a hand listing more cards than a hand holds): both for ingest,
+    which reads each column as text. A field the file lacks fills nothing."""
+    renames = {source: target for source, target in mapping.columns.items() if source in dtypes} if mapping else {}
+    overwritten = next(((source, target) for source, target in renames.items()
+                        if target in dtypes and target != source), None)
+    if overwritten:
+        raise InputError(f"{path}: the mapping renames column {overwritten[0]} to {overwritten[1]}, but the log "
+                         f"has a {overwritten[1]} column already; one of them would be lost")
+    found = {renames.get(name, name): Column(pl.col(name), dtype, name) for name, dtype in dtypes.items()
+             if renames.get(name, name) in contract}
+    if mapping is None:
+        return found, []
+    for source, target in mapping.columns.items():
+        if source not in dtypes and "." in source and target not in found:
+            read = _field(source, dtypes)
+            if read is not None:
+                found[target] = Column(*read, None)
+    broken = []
+    for hand, listed in mapping.cards.items():
+        read = _field(listed.field, dtypes)
+        if read is None:
+            continue
+        hand_cards, count = _cards(listed, *read, path)
+        had = next((column for column in card_columns(hand) if column in found), None)
+        if had:
+            raise InputError(f"{path}: the mapping spreads {listed.field} over the {hand}'s cards, but the log has "
+                             f"a {had} column already; one of them would be lost")
+        found |= {column: Column(card, pl.String, None) for column, card in zip(card_columns(hand), hand_cards)}
+        broken.append(pl.when(count > CARDS_PER_HAND).then(pl.format(
+            f"{listed.field} lists {{}} cards; a hand holds at most {CARDS_PER_HAND}", count)))
+    for column, value in mapping.constants.items():
+        if column in found:
+            raise InputError(f"{path}: the mapping gives {column} the constant {value!r}, but the log has a "
+                             f"{column} column already; one of them would be lost")
+        found[column] = Column(pl.lit(value, pl.String), pl.String, None)
+    if mapping.round_id:
+        if "round_id" in found:
+            raise InputError(f"{path}: the mapping derives round_id, but the log has a round_id column already; "
+                             "one of them would be lost")
+        # Made once the columns it is made of are read as text (`derived_round_id`).
+        found["round_id"] = Column(pl.lit(None, pl.String), pl.String, None)
+    return found, broken
+
+
+def derived_round_id(mapping: Mapping) -> pl.Expr:
+    """The round_id made of the columns the mapping names, as text (trimmed, translated), joined by
+    '/'; null where one of them is empty, which quarantines the row as a round without an id."""
+    return pl.concat_str([pl.col(part).cast(pl.String) for part in mapping.round_id], separator="/")
+
+
+def _field(path: str, dtypes: dict[str, pl.DataType]) -> tuple[pl.Expr, pl.DataType] | None:
+    """A stored field by its name, or by its dotted path into nested records; None when there is none."""
+    if path in dtypes:
+        return pl.col(path), dtypes[path]
+    first, *rest = path.split(".")
+    if first not in dtypes:
+        return None
+    expr, dtype = pl.col(first), dtypes[first]
+    for name in rest:
+        fields = {f.name: f.dtype for f in dtype.fields} if isinstance(dtype, pl.Struct) else {}
+        if name not in fields:
+            return None
+        expr, dtype = expr.struct.field(name), fields[name]
+    return expr, dtype
+
+
+def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> tuple[list[pl.Expr], pl.Expr]:
+    """A hand's card columns from its list (text, a list of text, or a list of records), and how many
+    cards the list holds."""
+    if listed.separator is not None:
+        if dtype != pl.String:
+            raise InputError(f"{path}: {listed.field} is stored as {dtype}; a separator splits text")
+        text = expr.str.strip_chars()
+        expr = pl.when(text != "").then(text.str.split(listed.separator))
+    elif not isinstance(dtype, pl.List):
+        raise InputError(f"{path}: {listed.field} is stored as {dtype}; expected a list of cards, or text "
+                         "with a separator between them")
+    each = [expr.list.get(i, null_on_oob=True) for i in range(CARDS_PER_HAND)]
+    inner = dtype.inner if isinstance(dtype, pl.List) else pl.String
+    if listed.rank is not None:
+        fields = {f.name: f.dtype for f in inner.fields} if isinstance(inner, pl.Struct) else {}
+        lacking = next((name for name in (listed.rank, listed.suit) if name not in fields), None)
+        if lacking:
+            raise InputError(f"{path}: {listed.field} holds {inner}; expected records with a {lacking} field")
+        each = [pl.concat_str(_translated(card.struct.field(listed.rank).cast(pl.String), listed.ranks),
+                              _translated(card.struct.field(listed.suit).cast(pl.String), listed.suits))
+                for card in each]
+    elif isinstance(inner, (pl.Struct, pl.List)):
+        raise InputError(f"{path}: {listed.field} holds {inner}; name the rank and suit fields of its records")
+    else:
+        each = [card.cast(pl.String) for card in each]
+    return each, expr.list.len()
+
+
+def _translated(text: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
+    """`text` trimmed, with the table's words in its place (a suit's "hearts" as H)."""
+    text = text.str.strip_chars()
+    chain = pl
+    for old, new in table.items():
+        chain = chain.when(text == old).then(pl.lit(new, pl.String))
+    return text if chain is pl else chain.otherwise(text)

@@ -1,0 +1,196 @@
+"""Logs as other systems lay them out, read through a mapping (schemas/mapping.schema.json): JSON Lines
+and JSON arrays with nested fields, card lists, a CSV log without a header, a one-table log, values
+mapped to "not recorded". Each shipped sample (data/layouts/) holds the same rounds as two shoes of
+data/rounds.csv, and its audit must find what the audit of those rows finds."""
+
+import gzip
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+import baccarat_audit
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+AS_OF = datetime(2027, 1, 1, tzinfo=UTC)
+SHOES = ["T01-S0002", "T01-S0003"]
+
+
+def _found(done: baccarat_audit.Audit) -> pl.DataFrame:
+    """Findings as two layouts of the same rounds compare: without the run's id and the file's name."""
+    return done.findings.drop("run_id", "source_file")
+
+
+@pytest.fixture(scope="module")
+def as_rounds_csv(tmp_path_factory) -> baccarat_audit.Audit:
+    """The audit of the rows of data/rounds.csv the samples hold, in the contract's own layout."""
+    rows = pl.read_csv(DATA / "rounds.csv", infer_schema=False).filter(pl.col("shoe_id").is_in(SHOES))
+    path = tmp_path_factory.mktemp("plain") / "rounds.csv"
+    rows.write_csv(path)
+    return baccarat_audit.audit(path, as_of=AS_OF)
+
+
+@pytest.mark.parametrize(("sample", "mapping"), [
+    ("nested_rounds.jsonl", "nested-json"),  # JSON Lines, hands nested, cards as {"rank", "suit": "hearts"}
+    ("card_lists.json", "card-lists"),  # a JSON array, each hand's cards a list: ["10H", "6S"]
+    ("card_text.csv", "card-text"),  # each hand's cards one field of text: "KS 3D"
+    ("headerless.csv", "headerless"),  # no header row: the mapping names the columns
+    ("one_table.csv", "one-table"),  # no table_id column (a constant), a card not dealt written x or -
+])
+def test_a_shipped_layout_is_audited_as_the_same_rounds_in_the_contracts_layout(sample, mapping, as_rounds_csv):
+    done = baccarat_audit.audit(DATA / "layouts" / sample, mapping=mapping, as_of=AS_OF)
+    assert done.summary["rows_read"] == as_rounds_csv.summary["rows_read"] == 157
+    assert done.summary["rows_quarantined"] == 0
+    assert done.summary["findings"] == as_rounds_csv.summary["findings"]
+    assert {"BANKER_DRAW", "DUPLICATE_ROUND", "TIMESTAMP"} <= set(done.findings["check"])  # the seeded faults
+    assert _found(done).equals(_found(as_rounds_csv))
+    assert done.summary["checks"] == as_rounds_csv.summary["checks"]  # table_id and suits there: nothing skipped
+    assert done.summary["contract"]["rounds"]["expectations"] == as_rounds_csv.summary["contract"]["rounds"]["expectations"]
+    assert done.summary["inputs"][0]["mapping"]["path"].endswith(f"{mapping}.json")
+
+
+def test_a_parquet_log_with_its_hands_as_lists_of_cards_is_read_by_the_same_mapping(tmp_path, as_rounds_csv):
+    records = pl.read_json(DATA / "layouts" / "card_lists.json")
+    assert records.schema["player"] == pl.List(pl.String)
+    records.write_parquet(tmp_path / "lists.parquet")
+    done = baccarat_audit.audit(tmp_path / "lists.parquet", mapping="card-lists", as_of=AS_OF)
+    assert _found(done).equals(_found(as_rounds_csv))
+
+
+def _jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def _nested_records() -> list[dict]:
+    return [json.loads(line) for line in (DATA / "layouts" / "nested_rounds.jsonl").read_text().splitlines()]
+
+
+def test_a_hand_listing_more_cards_than_a_hand_holds_is_quarantined_naming_the_field(tmp_path):
+    records = _nested_records()[:5]
+    records[2]["banker"]["cards"] = [{"rank": rank, "suit": "clubs"} for rank in ("9", "K", "2", "5")]
+    records[3]["player"]["cards"] = records[3]["player"]["cards"][:1]  # one card: the second is missing
+    records[4]["player"]["cards"][0]["suit"] = "stars"  # a suit the mapping's table does not name
+    done = baccarat_audit.audit(_jsonl(tmp_path / "r.jsonl", records), mapping="nested-json", as_of=AS_OF)
+    reasons = dict(done.quarantine.select("source_row", "reason").iter_rows())
+    last = records[4]["player"]["cards"][0]["rank"]
+    assert reasons == {3: "banker.cards lists 4 cards; a hand holds at most 3",
+                       4: "player_card_2 is empty",
+                       5: f"player_card_1 '{last}stars' is not a card"}
+    assert done.summary["rows_read"] == 5 and done.summary["rows_quarantined"] == 3
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, args)], capture_output=True, text=True)
+
+
+def test_a_json_lines_log_with_a_line_that_is_not_a_record_is_exit_2_naming_the_line(tmp_path):
+    lines = (DATA / "layouts" / "nested_rounds.jsonl").read_text().splitlines()[:4]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:2], lines[2][:-9], lines[3]]) + "\n")
+    done = cli("audit", broken, "--mapping", "nested-json", "--out", tmp_path / "out")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error: {broken}: line 3 is not JSON (")
+    gap = tmp_path / "gap.jsonl"
+    gap.write_text("\n".join([*lines[:2], "", *lines[2:]]) + "\n\n")  # blank lines at the end are no record
+    done = cli("audit", gap, "--mapping", "nested-json", "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert done.stderr == f"error: {gap}: line 3 is blank; a JSON Lines log holds a record on each line\n"
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n \n")
+    done = cli("audit", blank, "--out", tmp_path / "out")
+    assert done.stderr == f"error: {blank}: holds no record, only blank lines; nothing to audit\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_header_given_for_a_log_that_is_not_csv_is_exit_2(tmp_path):
+    done = cli("audit", DATA / "layouts" / "nested_rounds.jsonl", "--mapping", "headerless", "--out", tmp_path / "o")
+    assert done.returncode == 2
+    assert done.stderr.endswith("the mapping gives a header, which only a CSV log can lack; this is a json file\n")
+
+
+def test_json_lines_in_a_folder_compressed_or_not_are_read_as_one_log_numbered_by_line(tmp_path, as_rounds_csv):
+    records = _nested_records()
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _jsonl(folder / "a.jsonl", records[:80])
+    (folder / "b.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records[80:]).encode()))
+    (folder / "mapping.json").write_text("{}")  # a .json file in a folder is not taken for a log
+    done = baccarat_audit.audit(folder, mapping="nested-json", as_of=AS_OF)
+    assert done.summary["rows_read"] == 157
+    assert done.summary["findings"] == as_rounds_csv.summary["findings"]
+    late = done.findings.filter(pl.col("check") == "DUPLICATE_ROUND").select("source_file", "source_row").rows()
+    assert late == [(str(folder / "b.jsonl.gz"), 15), (str(folder / "b.jsonl.gz"), 16)]
+    assert [entry["path"] for entry in done.summary["inputs_not_read"]] == [str(folder / "mapping.json")]
+
+
+def test_a_constant_for_a_column_the_log_has_is_exit_2_naming_both(tmp_path):
+    mapping = tmp_path / "m.json"
+    mapping.write_text(json.dumps({"constants": {"table_id": "T9"}}))
+    done = cli("audit", DATA / "rounds.csv", "--mapping", mapping, "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert "the mapping gives table_id the constant 'T9', but the log has a table_id column already" in done.stderr
+
+
+def test_a_card_list_of_another_kind_than_the_mapping_says_is_exit_2_naming_the_field(tmp_path):
+    mapping = tmp_path / "m.json"
+    mapping.write_text(json.dumps({"columns": {"round": "round_id"},
+                                   "cards": {"player": {"field": "P1", "separator": " "}, "banker": {"field": "B1"}}}))
+    done = cli("audit", DATA / "provider_b_rounds.csv", "--mapping", mapping, "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert done.stderr.endswith("B1 is stored as String; expected a list of cards, or text with a separator "
+                                "between them\n")
+
+
+def test_a_card_list_over_card_columns_the_log_has_is_exit_2_naming_both(tmp_path):
+    mapping = tmp_path / "m.json"
+    mapping.write_text(json.dumps({"cards": {"player": {"field": "dealer_id", "separator": " "}}}))
+    log = pl.read_csv(DATA / "rounds.csv", infer_schema=False).with_columns(dealer_id=pl.lit("KS 3D"))
+    log.write_csv(tmp_path / "r.csv")
+    done = cli("audit", tmp_path / "r.csv", "--mapping", mapping, "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert "spreads dealer_id over the player's cards, but the log has a player_card_1 column already" in done.stderr
+
+
+def test_spark_refuses_a_mapping_that_reads_a_layout_in_one_line(tmp_path):
+    pytest.importorskip("pyspark")
+    done = cli("audit", DATA / "layouts" / "one_table.csv", "--mapping", "one-table", "--engine", "spark",
+               "--out", tmp_path / "out")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "is read by the polars engine only; audit the log with --engine polars" in done.stderr
+
+
+def test_a_log_without_round_ids_is_audited_by_ids_derived_from_its_columns_and_says_so(tmp_path, as_rounds_csv):
+    done = baccarat_audit.audit(DATA / "layouts" / "no_ids.csv", mapping="no-ids", as_of=AS_OF, out_dir=tmp_path / "o")
+    found = _found(done)
+    assert found["round_id"].to_list() == [f"T01/{shoe}/{hand}" for shoe, hand in found.select("shoe_id", "hand_no").rows()]
+    # The same findings but DUPLICATE_ROUND: the sample's repeated round_id was on another hand.
+    recorded = _found(as_rounds_csv).filter(pl.col("check") != "DUPLICATE_ROUND")
+    assert found.drop("round_id").equals(recorded.drop("round_id"))
+    derived = "derived from table_id, shoe_id, hand_no"
+    assert done.summary["inputs"][0]["mapping"]["round_id"] == derived
+    assert pq.read_metadata(tmp_path / "o" / "findings.parquet").metadata[b"round_id"] == derived.encode()
+
+
+def test_a_round_id_derived_from_file_and_row_tells_files_apart(tmp_path):
+    rows = pl.read_csv(DATA / "layouts" / "no_ids.csv", infer_schema=False)
+    for night in ("a", "b"):
+        (tmp_path / "logs" / night).mkdir(parents=True)
+        rows.write_csv(tmp_path / "logs" / night / "night.csv")  # one file copied: no round twice in it
+    mapping = tmp_path / "m.json"
+    mapping.write_text(json.dumps({"round_id": ["source_file", "source_row"]}))
+    done = baccarat_audit.audit(tmp_path / "logs", mapping=mapping, as_of=AS_OF)
+    assert done.summary["findings"]["DUPLICATE_ROUND"] == 0 and done.summary["rows_read"] == 2 * rows.height
+    drawn = done.findings.filter(pl.col("check") == "BANKER_DRAW").select("round_id").to_series().to_list()
+    assert drawn == [f"{tmp_path / 'logs' / night / 'night.csv'}/56" for night in ("a", "b")]
+
+
+def test_a_derived_round_id_over_a_log_that_has_one_is_exit_2(tmp_path):
+    done = cli("audit", DATA / "rounds.csv", "--mapping", "no-ids", "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert "the mapping derives round_id, but the log has a round_id column already" in done.stderr
