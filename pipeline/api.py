@@ -94,7 +94,8 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         run.profiles_in(named, Path(rounds), profile, round_mapping)
         if not rows:
             raise InputError(f"{rounds}: no row has round_id {round_id!r}")
-        explained = [explanation.explain(row) for row in rows if row["reject"] is None]
+        ranked = round_mapping is None or round_mapping.notation == "cards"
+        explained = [explanation.explain(row, ranked) for row in rows if row["reject"] is None]
         explanation.note_copies(explained)
         for shoe_id in sorted({entry["shoe_id"] for entry in explained if entry["shoe_id"] is not None}):
             found = _across_rounds(rounds, round_mapping, shoe_id, profile, as_of or datetime.now(UTC))
@@ -127,7 +128,7 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     with its file, row, check, expected, recorded and detail."""
     log = ingest.scan(rounds, "round_log", mapping, Selection(shoes=(shoe_id,)))
     shoe = pl.concat(list(log.pieces(run.PIECE_ROWS))).with_row_index("log_row")
-    replayed = ingest.collect(log.path, [run.prepared(shoe, profile).filter(pl.col("reject").is_null())])[0]
+    replayed = ingest.collect(log.path, [run.prepared(shoe, profile, log.notation).filter(pl.col("reject").is_null())])[0]
     names = run.profiles_in(replayed.lazy(), log.path, profile, mapping)
     decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
                          schema={"profile": pl.String, "decks": pl.Int64})

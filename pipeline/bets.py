@@ -64,6 +64,9 @@ CASES: dict[str, tuple[tuple[str, dict], ...]] = {
     "BANKER_DRAGON_BONUS": _dragon_bonus("BANKER"),
 }
 BET_TYPES = tuple(CASES)
+#: The bet types decided by the cards' ranks (a pair): not settled on a log of card points.
+RANKED = frozenset(bet_type for bet_type, cases in CASES.items()
+                   if any(fact in ("player_pair", "banker_pair") for _, when in cases for fact in when))
 
 
 def facts(player_final: int, banker_final: int, player_cards: int, banker_cards: int, natural: bool,

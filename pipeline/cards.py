@@ -7,6 +7,11 @@ need (exact card, rank for pairs) and turn into a value with one comparison.
 Logs spell cards in a handful of styles, case-insensitive: rank then suit ("KS", "10h", "TD"),
 suit underscore rank ("S_K", "C_10"), or a rank alone. There are few enough spellings to list them
 all, so the batch path maps each card string through one dictionary instead of parsing text row by row.
+
+A log that records card points only (0-9: a mapping's `notation: points`) is read through POINTS: a
+point from 1 to 9 is that rank (ace to nine), and 0 is ZERO_POINT, rank 0, a ten or court card whose
+rank was not recorded. Its value is right; its rank is not known, so nothing that needs ranks or suits
+(pairs, CARD_COUNT) is judged on such a log.
 """
 
 from __future__ import annotations
@@ -41,7 +46,10 @@ def value_of(card: int) -> int:
 
 
 def name(card: int) -> str:
-    """Canonical text: rank then suit ("10H", "KS"), or the rank alone when no suit was recorded."""
+    """Canonical text: rank then suit ("10H", "KS"), the rank alone when no suit was recorded, 0 for
+    ZERO_POINT."""
+    if card == ZERO_POINT:
+        return "0"
     suit = suit_of(card)
     return RANKS[rank_of(card) - 1] + (SUITS[suit - 1] if suit else "")
 
@@ -62,6 +70,11 @@ def _spellings() -> dict[str, int]:
 
 #: Every accepted spelling, in every case, mapped to its card code.
 SPELLINGS: dict[str, int] = _spellings()
+ZERO_POINT = code(0)  # a card of value 0 recorded by its points only: rank unknown (10, J, Q or K)
+#: A log of card points: each point's code (1 to 9 are the ranks ace to nine).
+POINTS: dict[str, int] = {"0": ZERO_POINT} | {str(point): code(point) for point in range(1, 10)}
+NOTATIONS = {"cards": SPELLINGS, "points": POINTS}
+POINTS_ONLY = "cards recorded as points only"  # why what needs ranks or suits is not judged on such a log
 
 
 def parse(text: str | None) -> int | None:
@@ -71,9 +84,10 @@ def parse(text: str | None) -> int | None:
     return SPELLINGS.get(text.strip())
 
 
-def parse_expr(column: pl.Expr) -> pl.Expr:
-    """Card code (UInt8) of a trimmed text column (ingest trims); null where it is null or not a card."""
-    return lookup(column, SPELLINGS, pl.UInt8)
+def parse_expr(column: pl.Expr, notation: str = "cards") -> pl.Expr:
+    """Card code (UInt8) of a trimmed text column (ingest trims) in a log's notation (NOTATIONS); null
+    where it is null or not a card."""
+    return lookup(column, NOTATIONS[notation], pl.UInt8)
 
 
 def value_expr(card: pl.Expr) -> pl.Expr:

@@ -15,7 +15,7 @@ from . import cards, ingest, tableau
 from .ids import copies_detail, same_id
 from .lookup import lookup
 
-_CARD_NAMES = {code: cards.name(code) for code in set(cards.SPELLINGS.values())}
+_CARD_NAMES = {code: cards.name(code) for code in {*cards.SPELLINGS.values(), *cards.POINTS.values()}}
 
 
 def card_name(card: pl.Expr) -> pl.Expr:

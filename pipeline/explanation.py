@@ -20,10 +20,11 @@ def _rule(draws_on: frozenset[int]) -> str:
     return f"draws on {tableau.spans(draws_on)} and stands on {tableau.spans(tableau.DECIDING_TOTALS - draws_on)}"
 
 
-def explain(row: dict) -> dict:
+def explain(row: dict, ranked: bool = True) -> dict:
     """The replay of one parsed round-log row as steps and recorded-vs-replayed comparisons.
 
-    `row` holds the raw text columns and the parsed `*_code_*` card codes of `ingest.parse_rounds`.
+    `row` holds the raw text columns and the parsed `*_code_*` card codes of `ingest.parse_rounds`;
+    not `ranked` (cards written as points), whether a hand holds a pair is not known (None).
     """
     code = {f"{h}_{i}": row[f"{h}_code_{i}"] for h in ("player", "banker") for i in (1, 2, 3)}
     value = {k: None if c is None else cards.value_of(c) for k, c in code.items()}
@@ -85,8 +86,8 @@ def explain(row: dict) -> dict:
         "replay": coup.__dict__,
         "facts": bets.facts(
             coup.player_final, coup.banker_final, 2 + coup.player_drew, 2 + coup.banker_drew, coup.natural,
-            cards.rank_of(code["player_1"]) == cards.rank_of(code["player_2"]),
-            cards.rank_of(code["banker_1"]) == cards.rank_of(code["banker_2"]),
+            cards.rank_of(code["player_1"]) == cards.rank_of(code["player_2"]) if ranked else None,
+            cards.rank_of(code["banker_1"]) == cards.rank_of(code["banker_2"]) if ranked else None,
         ),
         "steps": steps,
         "comparisons": comparisons,
@@ -174,6 +175,10 @@ def settle_bets(explanation: dict, bet_rows: list[dict], unsettled: str | None =
             entry["agrees"] = None
         elif unsettled:
             entry["steps"] = [f"Cannot be settled by the cards: {unsettled}."]
+            entry["agrees"] = None
+        elif bet_type in bets.RANKED and explanation["facts"]["player_pair"] is None:
+            entry["steps"] = [f"Cannot be settled: bet type {bet_type} is decided by the cards' ranks: "
+                              f"{cards.POINTS_ONLY}."]
             entry["agrees"] = None
         elif settlement is None:  # a type the profile does not offer
             entry["steps"], entry["agrees"] = cannot, None

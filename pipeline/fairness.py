@@ -33,6 +33,7 @@ RECORDED = tuple(f"recorded_{s}" for s in OUTCOMES)
 RECORDED_TEST = "recorded_outcome_chi_square"
 LEVELS = ("table_id", "dealer_id", "shoe_id")
 FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
+RANKED = ("player_pairs", "banker_pairs")  # the tests that need the cards' ranks: not made on points only
 DEFAULT_THRESHOLD = 0.001
 CHUNK_GROUPS = 50_000  # groups (shoes, mostly) whose tests `statistics_by_chunk` computes at once
 MEANING = "A table's outcome frequencies are further from the exact expectation than chance allows."
@@ -110,8 +111,10 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     return pl.concat(frames)
 
 
-def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
-    """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p.
+def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
+               ) -> pl.DataFrame:
+    """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p;
+    none for the statistics `skipped` (RANKED, of a log of card points).
 
     `counts` is `group_counts`: one row per group. Tail probabilities are computed on whole columns.
     """
@@ -124,7 +127,7 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
     for tests, outcomes, rounds, chi_square_test in ((STATISTICS, OUTCOMES, "rounds", "outcome_chi_square"),
                                                      (RECORDED, RECORDED, "recorded_rounds", RECORDED_TEST)):
         of = counts.filter(pl.col(rounds) > 0)  # a log without recorded outcomes has no recorded tests
-        for s in tests:
+        for s in (s for s in tests if s not in skipped):
             observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
             per_test.append(of.select(
                 *place, pl.col(rounds).alias("rounds"), test=pl.lit(s), observed=observed.cast(pl.Float64),
@@ -155,7 +158,8 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl
             .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False)))
 
 
-def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> Iterator[pl.DataFrame]:
+def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
+                        ) -> Iterator[pl.DataFrame]:
     """`statistics` of `counts`, in its order (level, group, test), a chunk of groups at a time and the
     table level last and whole. Only the table level's tests are corrected together, so the other
     levels' rows are the same whichever groups share a chunk. Their rows grow with the log (seven a
@@ -163,8 +167,8 @@ def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHO
     counts = counts.sort("level", "group")
     others = counts.filter(pl.col("level") != "table")
     for start in range(0, others.height, CHUNK_GROUPS):
-        yield statistics(others.slice(start, CHUNK_GROUPS), threshold)
-    yield statistics(counts.filter(pl.col("level") == "table"), threshold)
+        yield statistics(others.slice(start, CHUNK_GROUPS), threshold, skipped)
+    yield statistics(counts.filter(pl.col("level") == "table"), threshold, skipped)
 
 
 def _benjamini_hochberg(p_values: list[float]) -> list[float]:

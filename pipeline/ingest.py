@@ -32,7 +32,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
-from . import cards, json_records, lines, mappings, owned
+from . import card_events, cards, json_records, lines, mappings, owned
 from .errors import InputError, OutputError, first_line
 from .selection import Selection
 
@@ -128,6 +128,7 @@ class Log:
     opened: tuple[_Opened, ...]  # per file: its rows by range, its shape, whether the selection rules it out
     selection: Selection
     unread: tuple[tuple[Path, str], ...] = ()  # entries of its directories not read, and why (`expand`)
+    notation: str = "cards"  # how its cards are written (`cards.NOTATIONS`), as its mapping says
 
     @property
     def ruled_out(self) -> tuple[bool, ...]:
@@ -571,21 +572,23 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     if mapping is not None and mapping.header is not None and file_format != "csv":
         raise InputError(f"{path}: the mapping gives a header, which only a CSV log can lack; this is a "
                          f"{file_format} file")
+    events = mapping is not None and mapping.events is not None
     try:
-        if file_format == "parquet":
+        if file_format == "parquet" or events:
             # The schema from the file's footer, by a scan of its own: asked of `whole`, it keeps later
             # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
-            # is a name, not a pattern that matches night1.parquet.
-            source = path
-            dtypes = pl.scan_parquet(path, glob=False).collect_schema()
-            footer = pq.read_metadata(path)
+            # is a name, not a pattern that matches night1.parquet. A card-event log is read as the
+            # rounds its events make, written to a Parquet copy.
+            source = _rounds_of_events(path, file_format, contract_name, mapping) if events else path
+            dtypes = pl.scan_parquet(source, glob=False).collect_schema()
+            footer = pq.read_metadata(source)
             stored_rows = footer.num_rows
             names = list(dtypes)
 
             def read(start: int = 0, count: int | None = None) -> pl.LazyFrame:
                 # Planned when asked, as `here` is: most files of a many-file log are only read by
                 # `whole_files`. A cut reaches the scan, but keeps a filter from it (see `ranged`).
-                whole = pl.scan_parquet(path, hive_partitioning=False, glob=False)
+                whole = pl.scan_parquet(source, hive_partitioning=False, glob=False)
                 return whole if (start, count) == (0, None) else whole.slice(start, count)
         elif file_format == "json":
             source = lines.decompressed(path)
@@ -651,7 +654,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     # A JSON file is read alone: its records are typed by its own (`json_records`).
     shape = Shape(file_format, stored, tuple(partitions), "" if source == path and file_format != "json" else str(path))
     if shape not in made:
-        made[shape] = _texts(contract_name, file_format, found, broken, mapping)
+        made[shape] = _texts(contract_name, file_format == "csv" or events, found, broken, mapping)
     trimmed, finished, as_stored, timed, malformed = made[shape]
 
     def shaped(rows: pl.LazyFrame, keep: pl.Expr | None, at: dict[str, pl.Expr]) -> pl.LazyFrame:
@@ -664,10 +667,12 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         if mapping is not None and mapping.round_id:
             rows = rows.with_columns(round_id=mappings.derived_round_id(mapping))
         # Parquet strings are UTF-8 by the format's rules.
-        return flag_not_utf8(rows, present) if file_format == "csv" else rows
+        return flag_not_utf8(rows, present) if file_format == "csv" and not events else rows
 
     def here() -> dict[str, pl.Expr]:
-        return {"source_file": pl.lit(str(path)), "source_row": pl.col("source_row"),
+        # A round made of events is where its first event is.
+        row = pl.col(card_events.FIRST_ROW).cast(pl.get_index_type()) if events else pl.col("source_row")
+        return {"source_file": pl.lit(str(path)), "source_row": row,
                 **{c: pl.lit(value, pl.String) for c, value in partitions.items()}}
 
     def numbered(rows: pl.LazyFrame, first_row: int) -> pl.LazyFrame:
@@ -683,7 +688,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         if not (narrowed and selection):
             return shaped(numbered(read(start, count), start + 1), None, here())
         stored = selection.stored(as_stored, timed)
-        if file_format == "csv":
+        if file_format == "csv" and not events:
             return shaped(numbered(read(start, count), start + 1), stored, here())
         row = pl.col("source_row")
         within = row > start if count is None else (row > start) & (row <= start + count)
@@ -721,7 +726,36 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                    shape, whole_files)
 
 
-def _texts(contract_name: str, file_format: str, found: dict[str, mappings.Column], broken: list[pl.Expr],
+def _rounds_of_events(path: Path, file_format: str, contract_name: str, mapping: Mapping) -> Path:
+    """A card-event log's rounds (`card_events.rounds`), written to a Parquet copy in the scratch folder:
+    the events read whole as text (a CSV row's structure judged, as any CSV row's), the mapping's
+    renames applied but to the events' own fields."""
+    if file_format == "csv":
+        source = lines.readable(path)
+        if mapping.header is not None:
+            source = lines.with_header(source, mapping.header)
+        names = csv_header(source, path)
+        rows = flag_not_utf8(csv_records(source, names, 1), names)
+    else:
+        source = lines.decompressed(path) if file_format == "json" else path
+        rows = (json_records.scan(source, json_records.schema(source, path)) if file_format == "json"
+                else pl.scan_parquet(path, glob=False)).with_columns(malformed=pl.lit(None, pl.String))
+    stored = rows.collect_schema()
+    spec = mapping.events
+    lacking = next((f for f in (spec.round, spec.position, spec.card, spec.sequence) if f and f not in stored), None)
+    if lacking:
+        raise InputError(f"{path}: the mapping's events are read from field {lacking}, which the log lacks "
+                         f"(found: {', '.join(n for n in stored if n != 'malformed')})")
+    flat = [name for name, dtype in stored.items() if name != "malformed" and not dtype.is_nested()]
+    renames = {source: target for source, target in mapping.columns.items() if source in flat}
+    texts = rows.select(*(as_text(pl.col(name), stored[name]).str.strip_chars().alias(renames.get(name, name))
+                          for name in flat), "malformed").with_row_index("event_row", offset=1)
+    copy = lines.new_copy(".parquet")
+    card_events.rounds(collect(path, [texts])[0], spec, columns(contract_name)).write_parquet(copy)
+    return copy
+
+
+def _texts(contract_name: str, judged: bool, found: dict[str, mappings.Column], broken: list[pl.Expr],
            mapping: Mapping | None) -> tuple:
     """How a file of one shape is read as contract text, built once per shape (`_open`): the trimmed
     text of every contract column (null where a file lacks it; Hive folders fill theirs), the step
@@ -745,8 +779,9 @@ def _texts(contract_name: str, file_format: str, found: dict[str, mappings.Colum
     dealt = found.get("dealt_at")
     timed = ((dealt.stored, dealt.dtype) if dealt is not None and dealt.stored is not None
              and isinstance(dealt.dtype, pl.Datetime) and not (mapping and "dealt_at" in mapping.values) else None)
-    # A Parquet row is never malformed; the column is added after the filter, which it would keep from the reader.
-    malformed = pl.col("malformed") if file_format == "csv" else pl.lit(None, pl.String)
+    # Only a CSV row, or a round of events, is `judged` malformed as it is read; another is never, the
+    # column then added after the filter, which it would keep from the reader.
+    malformed = pl.col("malformed") if judged else pl.lit(None, pl.String)
     malformed = (reasons_text([malformed, *broken]) if broken else malformed).alias("malformed")
     return trimmed, finished, as_stored, timed, malformed
 
@@ -810,7 +845,7 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
                          else f"{label}: none of its {len(files)} files has a row under its header; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names, tuple(opened), selection,
-               tuple(unread))
+               tuple(unread), mapping.notation if mapping else "cards")
 
 
 def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Selection) -> list[_Opened]:
@@ -965,18 +1000,21 @@ def code_column(card_column: str) -> str:
     return card_column.replace("_card_", "_code_")
 
 
-def parse_rounds(frame: pl.LazyFrame) -> pl.LazyFrame:
+NOT_A = {"cards": "card", "points": "card point (0 to 9)"}  # what a card that cannot be read is not
+
+
+def parse_rounds(frame: pl.LazyFrame, notation: str = "cards") -> pl.LazyFrame:
     """Add card codes (`player_code_1` ... `banker_code_3`) and `reject`, the reason a row cannot be replayed.
 
     A row is replayable when it is well formed, has a round_id and four readable opening cards, and its
     third cards are readable where present. `reject` names each failing column and its value.
     """
-    codes = {code_column(c): cards.parse_expr(pl.col(c)) for c in CARD_COLUMNS}
+    codes = {code_column(c): cards.parse_expr(pl.col(c), notation) for c in CARD_COLUMNS}
     reasons = [pl.col("malformed"), pl.when(pl.col("round_id").is_null()).then(pl.lit("round_id is empty"))]
     for column in CARD_COLUMNS:
         raw, parsed = pl.col(column), pl.col(code_column(column))
         reasons.append(pl.when(raw.is_not_null() & parsed.is_null())
-                       .then(pl.format("{} '{}' is not a card", pl.lit(column), raw)))
+                       .then(pl.format("{} '{}' is not a {}", pl.lit(column), raw, pl.lit(NOT_A[notation]))))
         if not column.endswith("_3"):
             reasons.append(pl.when(raw.is_null()).then(pl.lit(f"{column} is empty")))
     return frame.with_columns(**codes).with_columns(
@@ -1002,6 +1040,6 @@ def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mappi
     # The log in as few pieces as PLANS allows: a year of nightly CSV files in one plan took minutes.
     wanted = list(log.pieces(max(1, sum(log.rows_per_file))))
     if contract_name == "round_log":
-        wanted = [parse_rounds(piece) for piece in wanted]
+        wanted = [parse_rounds(piece, log.notation) for piece in wanted]
     # One query a piece: `collect` given them all runs them as one plan, the union that is slow.
     return pl.concat([collect(log.path, [piece])[0] for piece in wanted]).to_dicts()

@@ -109,7 +109,7 @@ def compression_of(path: Path) -> str | None:
 def _decompressed(path: Path, codec: str) -> Path:
     """A decompressed copy of `path`; an InputError naming the file when it cannot be decompressed
     (cut short, or not what its first bytes say)."""
-    copy = _new_copy()
+    copy = new_copy()
     try:
         with pa.input_stream(str(path), compression=codec) as source, copy.open("wb") as target:
             while block := source.read(BLOCK):
@@ -133,7 +133,7 @@ def readable(path: Path) -> Path:
     text = survey(path)
     if not (text.bare_cr or text.nul):
         return path
-    copy = _new_copy()
+    copy = new_copy()
     with path.open("rb") as source, copy.open("wb") as target:
         carried = b""
         while block := source.read(BLOCK):
@@ -148,7 +148,7 @@ def readable(path: Path) -> Path:
 def with_header(path: Path, names: tuple[str, ...]) -> Path:
     """A copy of a CSV file written without a header row, `names` its header (a mapping's `header`):
     read so, its rows are numbered, counted and cut into spans as any CSV file's."""
-    copy = _new_copy()
+    copy = new_copy()
     with copy.open("w", encoding="utf-8", newline="") as target:
         csv.writer(target, lineterminator="\n").writerow(names)
     with path.open("rb") as source, copy.open("ab") as target:
@@ -156,9 +156,9 @@ def with_header(path: Path, names: tuple[str, ...]) -> Path:
     return copy
 
 
-def _new_copy() -> Path:
-    """A path for one more copy in the scratch folder."""
-    return _scratch() / f"{len(list(_scratch().iterdir())):06d}.csv"
+def new_copy(suffix: str = ".csv") -> Path:
+    """A path for one more copy in the scratch folder, removed at exit or by a stop."""
+    return _scratch() / f"{len(list(_scratch().iterdir())):06d}{suffix}"
 
 
 _folder: list[Path] = []

@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import polars as pl
 
+from .card_events import POSITIONS, Events
 from .errors import InputError
 
 HANDS = ("player", "banker")
@@ -49,6 +50,8 @@ class Mapping:
     constants: dict[str, str] = field(default_factory=dict)  # contract column -> every row's value
     header: tuple[str, ...] | None = None  # a CSV log without a header row: its columns
     round_id: tuple[str, ...] = ()  # a log without round_ids: the columns a round's id is made of
+    notation: str = "cards"  # how the cards are written: "points" for card points only (`cards.NOTATIONS`)
+    events: Events | None = None  # a card-event log: where each event's round, position and card are
 
     @property
     def derived_id(self) -> str | None:
@@ -60,7 +63,9 @@ class Mapping:
         """Whether the mapping does more than rename columns and translate values to text."""
         nested = any("." in source for source in self.columns)
         to_null = any(new is None for table in self.values.values() for new in table.values())
-        return bool(self.cards or self.constants or self.header or self.round_id or nested or to_null)
+        points = self.notation != "cards"
+        return bool(self.cards or self.constants or self.header or self.round_id or self.events or nested
+                    or to_null or points)
 
 
 def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_name: str) -> Mapping:
@@ -78,7 +83,8 @@ def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_n
     mapping = Mapping(data.get("name", path.stem), data.get("columns", {}),
                       _tables(path, data.get("values", {}), contract_columns), path, cards,
                       data.get("constants", {}), tuple(data["header"]) if "header" in data else None,
-                      tuple(data.get("round_id", ())))
+                      tuple(data.get("round_id", ())), data.get("notation", "cards"),
+                      Events(**data["events"]) if "events" in data else None)
     _check(mapping, contract_columns, contract_name)
     return mapping
 
@@ -109,8 +115,9 @@ def _check(mapping: Mapping, known: tuple[str, ...], contract_name: str) -> None
         part = "columns" if stray in mapping.columns.values() else "constants"
         raise InputError(f"{mapping.path}: {part} names {stray!r}, not a column of the {contract_name} "
                          f"contract ({', '.join(known)})")
-    if (mapping.cards or mapping.round_id) and contract_name != "round_log":
-        raise InputError(f"{mapping.path}: cards and a derived round_id are a round log's, not the {contract_name}'s")
+    if (mapping.cards or mapping.round_id or mapping.events) and contract_name != "round_log":
+        raise InputError(f"{mapping.path}: cards, card events and a derived round_id are a round log's, not "
+                         f"the {contract_name}'s")
     parts = [part for part in mapping.round_id if part not in PLACE and (part == "round_id" or part not in known)]
     if parts:
         raise InputError(f"{mapping.path}: round_id is derived from {parts[0]!r}, neither another column of the "
@@ -119,7 +126,10 @@ def _check(mapping: Mapping, known: tuple[str, ...], contract_name: str) -> None
     sources = [*((f"columns {source}", target) for source, target in mapping.columns.items()),
                *((f"cards {hand}", column) for hand in mapping.cards for column in card_columns(hand)),
                *((f"constants {column}", column) for column in mapping.constants),
-               *(("round_id (derived)", "round_id") for _ in mapping.round_id[:1])]
+               *(("round_id (derived)", "round_id") for _ in mapping.round_id[:1]),
+               *((f"events {place}", column) for place, column in POSITIONS.items() if mapping.events),
+               *((f"events {mapping.events.round}", column) for column in ("round_id", "burn_cards")
+                 if mapping.events)]
     for source, target in sources:
         if target in filled:
             raise InputError(f"{mapping.path}: not a valid mapping file ({filled[target]} and {source} both "

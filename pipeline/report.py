@@ -145,7 +145,8 @@ def _verdict(summary: dict) -> str:
 def _provenance(summary: dict) -> str:
     rows_of = {"rounds": summary["rows_read"], "bets": summary.get("bets_read")}
     inputs = [[i["role"], i["path"], i["format"], rows_of.get(i["role"]), i["sha256"],
-               f"{i['mapping']['path']} ({i['mapping']['sha256'][:12]}…)" if "mapping" in i else ""]
+               f"{i['mapping']['path']} ({i['mapping']['sha256'][:12]}…)"
+               + (f"; round_id {i['mapping']['round_id']}" if "round_id" in i["mapping"] else "") if "mapping" in i else ""]
               for i in summary["inputs"]]
     rules = [[name, "contract", sha] for name, sha in summary["rules"]["contract"].items()]
     # A profile's own file first, then the bases it overrides; its description says what game it is.
@@ -277,7 +278,9 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
     return ("<h2>Fairness</h2>"
             f"<p>Tables flagged (Benjamini-Hochberg corrected p below {f['threshold']:g}): <b>{_e(flagged)}</b>. "
             "Expected values are exact, from the enumeration of each round's shoe. A flag is a reason to look, "
-            "not proof of a stacked shoe.</p>" + _outcomes_compared(f.get("outcomes"))
+            "not proof of a stacked shoe.</p>"
+            + "".join(f"<p>The {test.replace('_', ' ')} test is {_e(why)}.</p>" for test, why in f.get("skipped", {}).items())
+            + _outcomes_compared(f.get("outcomes"))
             + _outcome_chart(tests)
             + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "p", "corrected p", ""],
                      rows, {1, 3, 4, 5, 6, 7}))

@@ -52,10 +52,10 @@ def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
     return replay(parsed.with_columns(**values))
 
 
-def prepared(rows: pl.LazyFrame, profile: str) -> pl.LazyFrame:
+def prepared(rows: pl.LazyFrame, profile: str, notation: str = "cards") -> pl.LazyFrame:
     """Rows of a log (`ingest.Log.frame`) as every check reads them: parsed (card codes, `reject`),
     the default profile filled in, replayed, with `id_key` (for duplicates) and `dealt_utc`."""
-    parsed = ingest.parse_rounds(rows).with_columns(pl.col("profile").fill_null(profile))
+    parsed = ingest.parse_rounds(rows, notation).with_columns(pl.col("profile").fill_null(profile))
     keyed = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
     return with_timestamp(keyed, "dealt_at", "dealt_utc")
 
@@ -238,7 +238,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         for i, piece in enumerate(pieces):
             options.on_phase("reading and checking each round", i, len(pieces))
             frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
-                                                       options.profile)])[0]
+                                                       options.profile, log.notation)])[0]
             rows += frame.height
             if taken is not None:
                 taken.result()  # a failure there is raised here
@@ -281,11 +281,12 @@ def require_rows(log: ingest.Log, rows: int) -> None:
 
 
 def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
-                names: list[str], run: _Queries, staging: Path
+                names: list[str], run: _Queries, staging: Path, ranked: bool = True
                 ) -> tuple[dict[str, pl.DataFrame], list[pl.LazyFrame]]:
     """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
     write their findings and quarantine and return their counts, and the bets whose bet_id's key repeats
-    (in parts, numbered `log_row` in log order). `pieces` are the replayable rounds of the log named `label`.
+    (in parts, numbered `log_row` in log order). `pieces` are the replayable rounds of the log named `label`,
+    `ranked` unless its cards are written as points (`settlement.settle`).
 
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
     are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
@@ -310,7 +311,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     for k in range(part_count):
         of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
         settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"],
-                                              of_part["quarantined.parts"], names), bet_log.path)
+                                              of_part["quarantined.parts"], names, ranked), bet_log.path)
         # Rechunked: pl.format panicked on the columns of a join's output (pola-rs/polars#25339).
         outputs = settlement.outputs(settled.rechunk().lazy())
         found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
@@ -510,7 +511,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         _sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
-        bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging)
+        bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging,
+                                                    ranked=log.notation == "cards")
         counted |= bet_counts
     if read.levels:
         counted["fairness"] = fairness.add_up(read.fairness, read.levels)
@@ -542,7 +544,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
-        tests = fairness_tests(counted, options, staging)
+        tests = fairness_tests(counted, options, staging, log.notation)
         if tests is not None:
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
@@ -615,16 +617,19 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
     report.write(staging)
 
 
-def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path) -> pl.DataFrame | None:
+def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, notation: str = "cards"
+                   ) -> pl.DataFrame | None:
     """Write fairness.parquet; return the table level's tests (None when the log has no table, dealer or
-    shoe). The tests are written a chunk at a time, then joined."""
+    shoe; without the pair tests when its cards are written as points). The tests are written a chunk
+    at a time, then joined."""
     if "fairness" not in counted:
         return None
     levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
     decks_of = {name: profiles.load(name).decks for name in counted["fairness"]["profile"].unique()}
     (staging / "fairness.pieces").mkdir()
     for i, tests in enumerate(fairness.statistics_by_chunk(
-            fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold)):
+            fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold,
+            fairness.RANKED if notation == "points" else ())):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
     stored.scan(staging / "fairness.pieces").sink_parquet(staging / "fairness.parquet")
     return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
@@ -698,6 +703,8 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
     # Without rounds there are no cards to tell suits by: CARD_COUNT ran, on nothing.
     audited = rounds["rows_read"] - rounds["rows_quarantined"]
     checks |= integrity.requirements(log.columns, rounds["suited_cards"] if audited else 1)
+    if log.notation == "points":
+        checks["CARD_COUNT"] = f"skipped: {cards.POINTS_ONLY}"
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     if not options.across_rounds:
         checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
@@ -745,6 +752,8 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
             "outcomes": {"correction": "Benjamini-Hochberg over every table's recorded-outcome chi-square, apart",
                          **{key: kept_short(tables) for key, tables in fairness.outcomes_compared(tests).items()}},
         }
+        if log.notation == "points":
+            summary["fairness"]["skipped"] = {test: f"skipped: {cards.POINTS_ONLY}" for test in fairness.RANKED}
     found = summary["rounds_flagged"] or by_check.get("TABLE_STATS", 0)
     quarantined = summary["rows_quarantined"]
     if bet_log is not None:

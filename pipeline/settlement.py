@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import polars as pl
 
-from . import bets, profiles
+from . import bets, cards, profiles
 from .findings import FINDINGS_SCHEMA
 from .ids import copies_detail, same_id
 from .ingest import reasons_text
@@ -118,9 +118,10 @@ SETTLED = (*BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "
 
 
 def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.LazyFrame,
-           names: list[str]) -> pl.LazyFrame:
+           names: list[str], ranked: bool = True) -> pl.LazyFrame:
     """Every bet with its settlement (`expected_e12`, `paid_e12`, `rule`) or its `reject` reason, as
-    the columns SETTLED, in no particular order (callers sort what they publish)."""
+    the columns SETTLED, in no particular order (callers sort what they publish). Not `ranked` (a log
+    of card points), a bet decided by the cards' ranks is not settled: its rank would be a guess."""
     bet_type = pl.col("bet_type").str.to_uppercase()
     status = pl.col("status").str.to_uppercase()
     rejected_round = quarantined_rounds.select("round_id").unique().with_columns(round_rejected=pl.lit(True))
@@ -152,6 +153,9 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         pl.when(pl.col("copies") > 1).then(
             pl.format("round '{}' is on {} rows of the round log", round_id, pl.col("copies"))
         ),
+        pl.when(pl.lit(not ranked) & pl.col("bet_type").is_in(pl.Series(sorted(bets.RANKED)).implode()))
+        .then(pl.format("bet type '{}' is decided by the cards' ranks: {}", pl.col("bet_type"),
+                        pl.lit(cards.POINTS_ONLY))),
         pl.when(pl.col("copies").is_not_null() & pl.col("bet_type").is_not_null() & pl.col("rule").is_null())
         .then(pl.format("bet type '{}' is not offered under profile {}", pl.col("bet_type"), pl.col("profile"))),
     ]

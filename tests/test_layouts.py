@@ -175,6 +175,7 @@ def test_a_log_without_round_ids_is_audited_by_ids_derived_from_its_columns_and_
     derived = "derived from table_id, shoe_id, hand_no"
     assert done.summary["inputs"][0]["mapping"]["round_id"] == derived
     assert pq.read_metadata(tmp_path / "o" / "findings.parquet").metadata[b"round_id"] == derived.encode()
+    assert f"; round_id {derived}" in (tmp_path / "o" / "report.html").read_text()
 
 
 def test_a_round_id_derived_from_file_and_row_tells_files_apart(tmp_path):
@@ -194,3 +195,97 @@ def test_a_derived_round_id_over_a_log_that_has_one_is_exit_2(tmp_path):
     done = cli("audit", DATA / "rounds.csv", "--mapping", "no-ids", "--out", tmp_path / "out")
     assert done.returncode == 2
     assert "the mapping derives round_id, but the log has a round_id column already" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def sample_bets(tmp_path_factory) -> Path:
+    """The bets of data/bets.csv on the samples' rounds."""
+    ids = pl.read_csv(DATA / "layouts" / "points.csv", infer_schema=False)["round_id"].implode()
+    path = tmp_path_factory.mktemp("bets") / "bets.csv"
+    pl.read_csv(DATA / "bets.csv", infer_schema=False).filter(pl.col("round_id").is_in(ids)).write_csv(path)
+    return path
+
+
+def test_a_log_of_card_points_is_audited_for_draws_totals_and_results_and_judges_nothing_by_rank(tmp_path, sample_bets):
+    rounds = pl.read_csv(DATA / "rounds.csv", infer_schema=False).filter(pl.col("shoe_id").is_in(SHOES))
+    rounds.write_csv(tmp_path / "rounds.csv")
+    as_cards = baccarat_audit.audit(tmp_path / "rounds.csv", bets=sample_bets, as_of=AS_OF)
+    done = baccarat_audit.audit(DATA / "layouts" / "points.csv", mapping="points", bets=sample_bets, as_of=AS_OF,
+                                out_dir=tmp_path / "out")
+    rounds_found = ["source_row", "round_id", "check", "expected"]  # recorded and detail name the cards as written
+    assert (done.findings.filter(pl.col("bet_id").is_null()).select(rounds_found)
+            .equals(as_cards.findings.filter(pl.col("bet_id").is_null()).select(rounds_found)))
+    assert done.summary["rows_quarantined"] == 0
+    assert done.summary["checks"]["CARD_COUNT"] == "skipped: cards recorded as points only"
+    assert done.summary["fairness"]["skipped"] == {test: "skipped: cards recorded as points only"
+                                                   for test in ("player_pairs", "banker_pairs")}
+    assert not {"player_pairs", "banker_pairs"} & set(done.fairness["test"])
+    assert {"player_pairs", "banker_pairs"} <= set(as_cards.fairness["test"])
+    # A pair bet is quarantined, never settled on a guessed rank; every other bet is settled as on the cards.
+    pairs = pl.col("bet_type").is_in(["PLAYER_PAIR", "BANKER_PAIR"])
+    quarantined = done.bets_quarantine
+    assert quarantined.filter(pairs).height == 86  # every pair bet
+    assert all(reason.endswith("is decided by the cards' ranks: cards recorded as points only")
+               for reason in quarantined.filter(pairs)["reason"])
+    assert quarantined.filter(~pairs).equals(as_cards.bets_quarantine.filter(~pairs))  # the bets on a doubled round
+    settled = ["bet_id", "check", "expected", "recorded"]
+    assert (done.findings.filter(pl.col("bet_id").is_not_null()).select(settled)
+            .equals(as_cards.findings.filter(pl.col("bet_id").is_not_null() & ~pl.col("bet_id").is_in(
+                quarantined["bet_id"].implode())).select(settled)))
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "The player pairs test is skipped: cards recorded as points only." in report
+    assert "CARD_COUNT (cards recorded as points only)" in report
+
+
+def test_explain_of_a_round_of_card_points_settles_no_pair_bet(sample_bets):
+    explained, = baccarat_audit.explain(DATA / "layouts" / "points.csv", "T01-S0002-C008", mapping="points",
+                                        bets=sample_bets, as_of=AS_OF)
+    # Two cards of no points: a pair of kings, or a ten and a queen.
+    assert [explained["cards"][f"player_{i}"] for i in (1, 2)] == ["0", "0"]
+    assert explained["facts"]["player_pair"] is None
+    by_type = {bet["bet_type"]: bet for bet in explained["bets"]}
+    assert by_type["BANKER_PAIR"]["agrees"] is None
+    assert by_type["BANKER_PAIR"]["steps"] == ["Cannot be settled: bet type BANKER_PAIR is decided by the cards' "
+                                               "ranks: cards recorded as points only."]
+    assert all(bet["agrees"] is not None for t, bet in by_type.items() if t not in ("PLAYER_PAIR", "BANKER_PAIR"))
+
+
+def test_a_card_event_log_is_turned_into_rounds_and_audited_as_them(as_rounds_csv):
+    done = baccarat_audit.audit(DATA / "layouts" / "card_events.csv", mapping="card-events", as_of=AS_OF)
+    events = pl.read_csv(DATA / "layouts" / "card_events.csv", infer_schema=False).with_row_index("row", offset=1)
+    first_rows = dict(events.group_by("game").agg(pl.col("row").min().cast(pl.UInt32)).iter_rows())
+    same = ["round_id", "check", "expected", "recorded", "detail"]
+    found = done.findings.filter(pl.col("check").is_in(["BANKER_DRAW", "TIMESTAMP"]))
+    assert found.select(same).equals(as_rounds_csv.findings.filter(pl.col("check").is_in(["BANKER_DRAW", "TIMESTAMP"]))
+                                     .select(same))
+    assert found["source_row"].to_list() == [first_rows[r] for r in found["round_id"]]  # where its first event is
+    # The round_id recorded on two rounds: their events make one round, each position dealt twice.
+    doubled, = done.quarantine.select("source_row", "round_id", "reason").rows()
+    assert doubled[:2] == (first_rows["T01-S0003-C017"], "T01-S0003-C017")
+    assert doubled[2].startswith("events at rows 481, 487 each deal P1; events at rows 482, 488 each deal B1")
+    assert done.summary["rows_read"] == 156 and done.summary["findings"]["CARD_COUNT"] == 0  # the burn card counted
+    burned, = baccarat_audit.explain(DATA / "layouts" / "card_events.csv", "T01-S0002-C001", mapping="card-events",
+                                     as_of=AS_OF)
+    assert burned["source_row"] == 1
+
+
+def test_a_round_whose_events_are_missing_repeated_or_out_of_order_is_quarantined_naming_its_event_rows(tmp_path):
+    events = pl.read_csv(DATA / "layouts" / "card_events.csv", infer_schema=False).head(20).with_row_index("row", offset=1)
+    at = pl.col("row")
+    events = events.with_columns(
+        position=pl.when(at == 3).then(pl.lit("Q"))  # C001: B1 at a position that is none
+        .when(at == 9).then(pl.lit("BURN"))  # C002: B2 not recorded (a burn card in its place)
+        .when(at == 14).then(pl.lit("P1"))  # C003: P2 recorded as a second P1
+        .otherwise(pl.col("position")),
+        seq=pl.when(at == 17).then(pl.lit("9")).otherwise(pl.col("seq")))  # C004: P1 numbered last
+    events.drop("row").write_csv(tmp_path / "events.csv")
+    done = baccarat_audit.audit(tmp_path / "events.csv", mapping="card-events", as_of=AS_OF)
+    assert dict(done.quarantine.select("round_id", "reason").iter_rows()) == {
+        "T01-S0002-C001": "events at row 3 ('Q') name no position (P1, B1, P2, B2, P3, B3 or BURN); no event deals "
+                          "B1 (the round's events: rows 1, 2, 3, 4, 5); banker_card_1 is empty",
+        "T01-S0002-C002": "no event deals B2 (the round's events: rows 6, 7, 8, 9, 10, 11); banker_card_2 is empty",
+        "T01-S0002-C003": "events at rows 12, 14 each deal P1; no event deals P2 (the round's events: rows 12, 13, "
+                          "14, 15, 16); player_card_2 is empty",
+        "T01-S0002-C004": "events out of deal order: rows 18 (B1), 19 (P2), 20 (B2), 17 (P1)",
+    }
+    assert done.summary["rows_read"] == 4 and done.summary["rows_quarantined"] == 4
