@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from baccarat_audit import run, coup, generate, ingest, integrity
+from baccarat_audit import run, coup, generate, ingest, integrity, tuning
 from baccarat_audit.checks import PER_ROUND
 from baccarat_audit.replay import replay
 from baccarat_audit.selection import Selection
@@ -250,8 +250,9 @@ def one(task: str, path: Path, out: Path) -> dict:
         ingest.scan(path, "round_log").frame.collect()
     elif task == "replayed":  # each piece parsed and replayed in memory, as the one read does, nothing else
         with ingest.one_row_group_ahead():
-            for i, piece in enumerate(ingest.scan(path, "round_log").pieces(run.PIECE_ROWS)):
-                run.prepared(piece.with_row_index("log_row", offset=i * run.PIECE_ROWS), "standard").collect()
+            piece_rows = tuning.Tuning().piece_rows
+            for i, piece in enumerate(ingest.scan(path, "round_log").pieces(piece_rows)):
+                run.prepared(piece.with_row_index("log_row", offset=i * piece_rows), "standard").collect()
     elif task == "every-round-found":  # findings as many as rounds: does the peak grow with them?
         run.audit(every_round_found(path), out, run.Options(validate=False))
     elif task == "nightly-files":  # the same rounds in a file per table per night

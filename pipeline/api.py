@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import exact_odds, explanation, ingest, integrity, profiles, run
+from . import exact_odds, explanation, ingest, integrity, profiles, run, tuning
 from .errors import InputError
 from .selection import Selection
 
@@ -127,7 +127,7 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     its rows read whole from the log, replayed, and checked as the audit checks every shoe; each
     with its file, row, check, expected, recorded and detail."""
     log = ingest.scan(rounds, "round_log", mapping, Selection(shoes=(shoe_id,)))
-    shoe = pl.concat(list(log.pieces(run.PIECE_ROWS))).with_row_index("log_row")
+    shoe = pl.concat(list(log.pieces(tuning.current().piece_rows))).with_row_index("log_row")
     replayed = ingest.collect(log.path, [run.prepared(shoe, profile, log.notation).filter(pl.col("reject").is_null())])[0]
     names = run.profiles_in(replayed.lazy(), log.path, profile, mapping)
     decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},

@@ -14,7 +14,8 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from . import __version__, api as library, contract, exact_odds, fairness, ingest, profiles, progress, settlement, stops
+from . import (__version__, api as library, contract, exact_odds, fairness, ingest, profiles, progress, settlement,
+               stops, tuning)
 from . import explanation as explain_round
 from . import generate as generator
 from . import report as report_page
@@ -241,7 +242,7 @@ def validate(
         temporary = Path(tempfile.gettempdir())
         with (stops.run_folder(temporary, "baccarat-audit-", f"{temporary}: cannot write a scratch folder") as scratch,
               contract.staged_docs(docs) as staged):
-            subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(audit_run.PIECE_ROWS)),
+            subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(tuning.current().piece_rows)),
                                        sum(opened.rows_per_file))
             result = contract.validate([subject], scratch, _window(window_start, window_end), staged)[name]
             if docs is not None:

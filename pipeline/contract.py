@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import ingest, owned, parts, stops
+from . import ingest, owned, parts, stops, tuning
 from .errors import InputError
 from .preload import preload as preloading
 from .settlement import amount_e4, e12_text
@@ -37,7 +37,6 @@ SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "t
 #: check too, and one no reading gives, so that an example of it can say so.
 UNREADABLE = -(2**62)
 EXAMPLES = 3
-BATCH_ROWS = 500_000  # rows GX checks at once: it keeps every expectation's work on every row of a batch
 
 
 @dataclass(frozen=True)
@@ -230,24 +229,24 @@ class _Runs:
 
 
 def _batches(label: Path, views: list[pl.LazyFrame]) -> Iterator[pl.DataFrame]:
-    """The rows of `views` in batches of at most BATCH_ROWS, each collected alone (a whole piece in
+    """The rows of `views` in batches of at most `Tuning.batch_rows`, each collected alone (a whole piece in
     memory beside GX's batch cost 0.2 GB more at 10M); one empty batch when there are no rows."""
-    rows = 0
+    rows, batch_rows = 0, tuning.current().batch_rows
     for one in views:
         start = 0
-        while (batch := ingest.collect(label, [one.slice(start, BATCH_ROWS)])[0]).height:
+        while (batch := ingest.collect(label, [one.slice(start, batch_rows)])[0]).height:
             rows += batch.height
             yield batch
-            start += BATCH_ROWS
+            start += batch_rows
     if rows == 0:
         yield batch
 
 
 def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.DataFrame, str]]:
     """One column of a log a part at a time, every copy of a value in the same part (see
-    `pipeline.parts`), each part with a run name; parts of about BATCH_ROWS rows."""
+    `pipeline.parts`), each part with a run name; parts of about `Tuning.batch_rows` rows."""
     folder = scratch / f"{subject.contract_name}.{column}"
-    part_count = max(1, -(-subject.rows // BATCH_ROWS))
+    part_count = max(1, -(-subject.rows // tuning.current().batch_rows))
     part = parts.part_of(pl.col(column), part_count)
     for i, piece in enumerate(subject.pieces):
         ingest.collect(subject.label, [parts.write(piece.select(column), part, part_count, folder, f"{i:06d}")])
@@ -263,7 +262,7 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     `scratch` is an empty folder to work in.
 
     GX holds what it checks in pandas, several copies deep (4.6 GiB for the whole of a 10M-round
-    log), so it is handed a batch of BATCH_ROWS rows at a time: every expectation about single values
+    log), so it is handed a batch of `Tuning.batch_rows` rows at a time: every expectation about single values
     runs on each batch of the log, and a uniqueness expectation on each part of its column (see
     `_parts`). Counts add up over the runs, an expectation is met when it is met in every run, and
     Data Docs show one page per run.

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from . import exact_odds
+from . import exact_odds, tuning
 from .checks import recorded_outcome
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
@@ -35,7 +35,6 @@ LEVELS = ("table_id", "dealer_id", "shoe_id")
 FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
 RANKED = ("player_pairs", "banker_pairs")  # the tests that need the cards' ranks: not made on points only
 DEFAULT_THRESHOLD = 0.001
-CHUNK_GROUPS = 50_000  # groups (shoes, mostly) whose tests `statistics_by_chunk` computes at once
 MEANING = "A table's outcome frequencies are further from the exact expectation than chance allows."
 
 
@@ -166,8 +165,9 @@ def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHO
     shoe): held at once, they were the peak of the audit of 30M rounds."""
     counts = counts.sort("level", "group")
     others = counts.filter(pl.col("level") != "table")
-    for start in range(0, others.height, CHUNK_GROUPS):
-        yield statistics(others.slice(start, CHUNK_GROUPS), threshold, skipped)
+    chunk = tuning.current().chunk_groups
+    for start in range(0, others.height, chunk):
+        yield statistics(others.slice(start, chunk), threshold, skipped)
     yield statistics(counts.filter(pl.col("level") == "table"), threshold, skipped)
 
 

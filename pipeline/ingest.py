@@ -32,7 +32,7 @@ import polars as pl
 from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
-from . import card_events, cards, json_records, lines, mappings, owned
+from . import card_events, cards, json_records, lines, mappings, owned, tuning
 from .errors import InputError, OutputError, first_line
 from .selection import Selection
 
@@ -184,25 +184,21 @@ class Log:
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
-        query each (see `spans`), of at most PLANS plans (see `_read`): a piece is cut in consecutive
+        query each (see `spans`), of at most `Tuning.plans` plans (see `_read`): a piece is cut in consecutive
         parts where its files are of more shapes. A log without a row is one empty piece."""
         selected = self._selected(tuple(enumerate(self.rows_per_file)))
+        most = tuning.current().plans
         for piece in list(spans(selected, rows)) or [[(selected[0][0], 0, 0)]]:
             part: list[tuple[int, int, int]] = []
             plans: set[object] = set()
             for span in piece:
                 plan = self._read_with(span)
-                if plan not in plans and len(plans) == PLANS:
+                if plan not in plans and len(plans) == most:
                     yield self._read(part)
                     part, plans = [], set()
                 part.append(span)
                 plans.add(plan)
             yield self._read(part)
-
-
-#: The most plans (see `Log._read`) one piece reads: many when its files are of many shapes. Polars'
-#: streaming engine takes a union of plans in a time that grows as their square.
-PLANS = 32
 
 
 def _in_log_order(frames: list[pl.LazyFrame], paths: list[str]) -> pl.LazyFrame:
@@ -1037,7 +1033,7 @@ def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mappi
     """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round:
     narrowed as `--table` narrows an audit, so a Parquet reader decodes little but the round_ids."""
     log = scan(path, contract_name, mapping, Selection(rounds=(round_id,)))
-    # The log in as few pieces as PLANS allows: a year of nightly CSV files in one plan took minutes.
+    # The log in as few pieces as `Tuning.plans` allows: a year of nightly CSV files in one plan took minutes.
     wanted = list(log.pieces(max(1, sum(log.rows_per_file))))
     if contract_name == "round_log":
         wanted = [parse_rounds(piece, log.notation) for piece in wanted]

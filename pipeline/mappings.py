@@ -3,8 +3,9 @@
 A mapping file (schemas/mapping.schema.json says what it may hold) renames columns, reads fields of
 nested records by their dotted paths, spreads a hand's list of cards over its card columns,
 translates values (a value may be mapped to null: not recorded), fills columns the log lacks with a
-constant, and names the columns of a CSV log written without a header. `columns_of` turns it, with a
-file's stored column types, into one expression per contract column, which ingest reads as text.
+constant, names the columns of a CSV log written without a header, derives a round_id, declares
+cards written as points, and reads a log of card events (`card_events`). `columns_of` turns it, with
+a file's stored column types, into one expression per contract column, which ingest reads as text.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class CardList:
 @dataclass(frozen=True)
 class Mapping:
     """How a provider's log maps onto a contract: column renames and value translations, and the
-    layout: card lists, constants, a headerless CSV's column names."""
+    layout (see the module)."""
 
     name: str
     columns: dict[str, str]  # provider field (a dotted path into a nested record) -> contract column

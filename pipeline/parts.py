@@ -5,7 +5,8 @@ cannot run on pieces of the log. Each piece is written a file per part of the ke
 number of parts), and one part is read back from its own files.
 
 The number of parts grows with the log (a part is a fraction of a piece), so a file per part and
-piece would grow as its square, and the writers a piece holds open with it. Past FAN_OUT parts, a
+piece would grow as its square, and the writers a piece holds open with it. Past `Tuning.fan_out`
+parts (each open file holds a writer, so memory and the number of files grew with the parts), a
 piece is written a file per bucket of consecutive parts, and when the first part is read every
 bucket is split into its parts, a bucket at a time.
 """
@@ -18,14 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import stored
+from . import stored, tuning
 
-#: The most files a frame is written into at once. Each open file holds a writer, so memory and the
-#: number of files grew with the parts.
-FAN_OUT = 256
-#: Rows per row group of a part split from its bucket. Written in one row group, a part was decoded
-#: whole by the join that reads it.
-SPLIT_ROW_GROUP = 8192
 BUCKETS = "buckets"
 
 
@@ -48,9 +43,9 @@ def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, **options) -> 
 
 def write(frame: pl.LazyFrame, part: pl.Expr, parts: int, folder: Path, name: str) -> pl.LazyFrame:
     """The sink (lazy) writing `frame` by `part` (numbering `parts` parts from 0) into `folder`: a
-    file per part it has rows of, or past FAN_OUT parts a file per bucket of them (see `read`)."""
+    file per part it has rows of, or past `Tuning.fan_out` parts a file per bucket of them (see `read`)."""
     parted = frame.with_columns(part.alias("part"))
-    per_bucket = -(-parts // FAN_OUT)
+    per_bucket = -(-parts // tuning.current().fan_out)
     if per_bucket == 1:
         return _sink(parted, "part", folder, name, lazy=True)
     bucketed = parted.with_columns(part_bucket=pl.col("part") // per_bucket)
@@ -79,7 +74,7 @@ def _unbucket(folder: Path) -> None:
     if buckets.is_dir():
         for bucket in sorted(buckets.iterdir()):
             _sink(stored.scan(bucket), "part", folder, "split", lazy=False,
-                  row_group_size=SPLIT_ROW_GROUP)
+                  row_group_size=tuning.current().split_row_group)
             shutil.rmtree(bucket)
         buckets.rmdir()
 

@@ -18,6 +18,7 @@ import socket
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from contextvars import copy_context
 from functools import cache, partial
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from . import (__version__, cards, contract, evidence, expectations, fairness, ingest, integrity, owned,
-               parts, profiles, report, settlement, stops, stored)
+               parts, profiles, report, settlement, stops, stored, tuning)
 from .checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from .preload import preload
 from .errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
@@ -155,6 +156,7 @@ class Options:
     # A house's rules profiles: the log's `profile` names (and `profile`) looked for here first as
     # NAME.toml (see `with_house_profiles`).
     profiles_dir: Path | None = None
+    tuning: tuning.Tuning = tuning.Tuning()  # the sizes that bound memory: measured defaults
 
 
 def with_house_profiles(options: Options) -> Options:
@@ -200,9 +202,6 @@ class _Queries:
 
 
 BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
-PIECE_ROWS = 1_000_000  # rows per staging query: bounds memory; each piece has a fixed cost of a few queries
-#: Rows the one read holds in memory at once, parsed and replayed (`_read_once`): its peak grows with them.
-READ_ROWS = 200_000
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
@@ -232,7 +231,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     read, rows = _Read([], levels, [], []), 0
-    pieces = list(log.pieces(min(READ_ROWS, PIECE_ROWS)))  # a staged file is never more than a piece
+    sizes = tuning.current()
+    pieces = list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))  # a staged file is never more than a piece
     with ThreadPoolExecutor(max_workers=1) as behind:
         taken = None
         for i, piece in enumerate(pieces):
@@ -242,7 +242,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
             rows += frame.height
             if taken is not None:
                 taken.result()  # a failure there is raised here
-            taken = behind.submit(_take_apart, frame, f"{i:06d}", log, staging, singles, read)
+            taken = behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)
         if taken is not None:
             taken.result()
     require_rows(log, rows)
@@ -339,17 +339,13 @@ def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path) -> l
     """The bet log in pieces (counted from Parquet metadata or CSV line ends). Under a narrowing of the
     round log, only the bets of the rounds it keeps, quarantined ones included: the others are outside
     the question asked, not bets of rounds missing from the log (which they would be reported as)."""
-    pieces = list(bet_log.pieces(PIECE_ROWS))
+    pieces = list(bet_log.pieces(tuning.current().piece_rows))
     if not selection:
         return pieces
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
     # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
     return [piece.filter(pl.col("round_id").is_in(kept["round_id"].implode())) for piece in pieces]
 
-
-#: Rows filed by piece in one query (`_sink_in_log_order`): polars' partitioned sink held all it was
-#: given, so many findings are filed this many at a time.
-FILING_ROWS = PIECE_ROWS // 4
 
 
 def _by_file_and_row(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -361,24 +357,25 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
                        first_by: str | None = None) -> None:
     """The rows of `log` in `rows` (Parquet scanned, in no order) sunk to `name` sorted `in_order` (by
     file and row), and first by `first_by` when given (a column numbering groups of rows from 0, then
-    dropped). Up to FILING_ROWS rows are sorted at once. More are filed by group and by the piece of
-    the log they are in (`ingest.spans` of its files by name; see `pipeline.parts`), FILING_ROWS rows
-    at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
-    rows are as many as the log's (every round found), a piece is FILING_ROWS rows of the log: a
+    dropped). Up to `Tuning.filing_rows` rows are sorted at once. More are filed by group and by the
+    piece of the log they are in (`ingest.spans` of its files by name; see `pipeline.parts`), that many
+    rows at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
+    rows are as many as the log's (every round found), a piece is `filing_rows` rows of the log: a
     million findings of 3M rounds, sorted a piece of the log at a time, took the peak to 1,119 MiB.
 
     Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took the audit's
     peak to 952 MiB. Picked out of every row once per piece, the pieces cost as the square of the log:
     5.7 s at 10M rounds with bets (1M: 0.15 s), 55.2 s at 30M."""
     total = rows.select(pl.len()).collect().item()
-    if total <= FILING_ROWS:
+    piece_rows, filing_rows = tuning.current().piece_rows, tuning.current().filing_rows
+    if total <= filing_rows:
         ordered = in_order(rows)
         run.sink(name, ordered if first_by is None else ordered.sort(first_by, maintain_order=True).drop(first_by),
                  log.path)
         return
     sizes = sorted(zip(map(str, log.files), log.rows_per_file))
     # Each piece is sorted alone: a log's pieces when the rows are few beside it, else smaller ones.
-    unit = PIECE_ROWS if total <= FILING_ROWS * len(list(ingest.spans(sizes, PIECE_ROWS))) else FILING_ROWS
+    unit = piece_rows if total <= filing_rows * len(list(ingest.spans(sizes, piece_rows))) else filing_rows
     pieces = list(ingest.spans(sizes, unit))
     # A file is cut into spans at multiples of `unit`, so a row's span is its file and row // unit.
     spans = pl.LazyFrame([(file, start // unit, k) for k, piece in enumerate(pieces) for file, start, _ in piece],
@@ -386,8 +383,8 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     groups = 1 if first_by is None else rows.select(pl.col(first_by).max()).collect().item() + 1
     group = pl.lit(0, pl.UInt32) if first_by is None else pl.col(first_by).cast(pl.UInt32)
     folder = run.staging / f"{name}.pieces"
-    for i, start in enumerate(range(0, total, FILING_ROWS)):
-        placed = rows.slice(start, FILING_ROWS).with_columns(
+    for i, start in enumerate(range(0, total, filing_rows)):
+        placed = rows.slice(start, filing_rows).with_columns(
             span=((pl.col("source_row") - 1) // unit).cast(pl.UInt32)).join(spans, on=["source_file", "span"])
         filed = placed.with_columns(part=group * len(pieces) + pl.col("piece")).drop("span", "piece")
         ingest.collect(log.path, [parts.write(filed, pl.col("part"), groups * len(pieces), folder, f"{i:06d}")])
@@ -449,13 +446,13 @@ def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest
 
 
 def _staged(staging: Path) -> list[list[Path]]:
-    """The staged pieces of the log, in log order: its staged files, PIECE_ROWS rows of them at most
-    (a file is never more). A piece of many small files is read in several queries (`ingest.PLANS`)
+    """The staged pieces of the log, in log order: its staged files, `Tuning.piece_rows` rows at most
+    (a file is never more). A piece of many small files is read in several queries (`Tuning.plans`)
     and staged in as many files; read as one piece again, the checks run a query for it, not one for
     each (2,920 nightly CSV files of 1M rounds, staged in 92 files: the audit 97 to 47 s)."""
     files = sorted((staging / STAGED).glob("*.parquet"))
     sizes = [(file, pq.read_metadata(file).num_rows) for file in files]
-    return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, PIECE_ROWS)]
+    return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, tuning.current().piece_rows)]
 
 
 def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, name: str) -> list[pl.LazyFrame]:
@@ -522,7 +519,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
     try:
-        return _audit(rounds, Path(out_dir), options)
+        with tuning.using(options.tuning):
+            return _audit(rounds, Path(out_dir), options)
     except OutputError as error:
         raise InputError(f"{out_dir}: an output cannot be written ({error})") from None
 
@@ -612,7 +610,7 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
                  bet_log: ingest.Log | None, profile: str) -> None:
     """evidence.json (the first findings of each check, explained from `rounds`, prepared rows that
     hold at least the rounds explained) and report.html, beside the other outputs in `staging`."""
-    gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile, PIECE_ROWS))
+    gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile, tuning.current().piece_rows))
     (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
     report.write(staging)
 
@@ -672,19 +670,20 @@ def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
     integer: the file's category code above its row (a UInt32 index). Distinct pairs that held each
     file's name took 326 MiB at 60M rounds, against 154 MiB for the integers, with the same count.
 
-    Past PIECE_ROWS findings, and with a `scratch` folder, the pairs are counted a part of the rows
-    (by row number) at a time (`parts.each`), PIECE_ROWS findings given to each query: counted at
+    Past `Tuning.piece_rows` findings, and with a `scratch` folder, the pairs are counted a part of the rows
+    (by row number) at a time (`parts.each`), that many findings given to each query: counted at
     once, the 30M findings of a log whose every round was found held 1.4 GiB. (Category codes are
     not the same from one query to the next, so the parts count pairs.)"""
     def flagged(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())
     total = findings.select(pl.len()).collect().item()
-    if scratch is None or total <= PIECE_ROWS:
+    piece_rows = tuning.current().piece_rows
+    if scratch is None or total <= piece_rows:
         row = (pl.col("source_file").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
                + pl.col("source_row").cast(pl.UInt64))
         return flagged(findings).select(row.unique().len()).collect().item()
-    chunks = [flagged(findings.slice(start, PIECE_ROWS)).select("source_file", "source_row")
-              for start in range(0, total, PIECE_ROWS)]
+    chunks = [flagged(findings.slice(start, piece_rows)).select("source_file", "source_row")
+              for start in range(0, total, piece_rows)]
     count = len(chunks)
     return sum(rows.unique().height for rows in parts.each(chunks, pl.col("source_row") % count, count,
                                                           lambda frame: frame.collect(), scratch))

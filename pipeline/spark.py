@@ -39,14 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import run as polars_engine
-from . import contract, evidence, fairness, ingest, integrity, lines, owned, profiles, settlement, stored
+from . import contract, evidence, fairness, ingest, integrity, lines, owned, profiles, settlement, stored, tuning
 from .checks import DUPLICATE, PER_ROUND
 from .errors import InputError, first_line
 from .findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
 from .selection import Selection
 
-BATCH_ROWS = 10_000  # rows per Arrow batch handed to a task
-SHOE_ROWS = 1_000_000  # rows per partition (of whole shoes, or of round_ids for settlement)
 
 
 def _spark_type(dtype: pl.DataType) -> tuple[pa.DataType, str]:
@@ -194,8 +192,8 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
 
 def _partitions(spark, rows: int) -> int:
     """How many groups a log of `rows` rows is split into for a task each: one per core at least,
-    and one per SHOE_ROWS rows, so that a task holds about a piece of the log."""
-    return max(spark.sparkContext.defaultParallelism, -(-rows // SHOE_ROWS))
+    and one per `Tuning.piece_rows` rows, so that a task holds about a piece of the log."""
+    return max(spark.sparkContext.defaultParallelism, -(-rows // tuning.current().piece_rows))
 
 
 def _empty(columns: list[str]) -> pa.Table:
@@ -220,7 +218,7 @@ def session(master: str):
     try:
         spark = (builder
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+                 .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(tuning.current().spark_batch_rows))
                  .config("spark.sql.session.timeZone", "UTC")
                  # Hadoop's default local file system looks for a checksum file beside each file read,
                  # named from the file's name, which it cannot parse when that name holds a ':' (a
@@ -415,11 +413,16 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.from_arrow(frame.toArrow()).cast(schema)
 
 
-@ingest.one_row_group_ahead()
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
           master: str = "local[2]") -> dict:
     """Audit a round log on Spark into `out_dir`, as `run.audit` does with the same options (the
     progress display aside); returns summary.json as written."""
+    with tuning.using(options.tuning):
+        return _audit(rounds, out_dir, options, master)
+
+
+@ingest.one_row_group_ahead()
+def _audit(rounds, out_dir: Path, options: polars_engine.Options, master: str) -> dict:
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), polars_engine.outputs_of(options))  # before anything is read
     options = polars_engine.with_house_profiles(options)

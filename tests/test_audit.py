@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -13,13 +14,15 @@ from polars.testing import assert_frame_equal
 from conftest import ASSETS, output
 from datetime import UTC, datetime
 
-from baccarat_audit import run, generate, ingest, parts
+from baccarat_audit import run, generate, ingest, tuning
+from baccarat_audit.tuning import Tuning
 from baccarat_audit.checks import PER_ROUND
 from baccarat_audit.findings import in_log_order
 from baccarat_audit.errors import InputError
 from baccarat_audit.selection import Selection
 
 QUICK = run.Options(validate=False)  # the contract has tests of its own (test_contract.py)
+CUT = replace(QUICK, tuning=Tuning(piece_rows=777))  # a small log in many pieces
 
 
 def _findings(out):
@@ -254,11 +257,10 @@ def test_a_selection_narrows_the_log_before_the_audit(tmp_path):
 
 
 @pytest.mark.parametrize("file_format", ["parquet", "csv"])
-def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path, monkeypatch):
-    """Logs are read in pieces of PIECE_ROWS rows; where the cuts fall must change nothing."""
+def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path):
+    """Logs are read in pieces of `Tuning.piece_rows` rows; where the cuts fall must change nothing."""
     whole = run.audit(faulted_log[file_format], tmp_path / "whole", QUICK)
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    cut = run.audit(faulted_log[file_format], tmp_path / "cut", QUICK)
+    cut = run.audit(faulted_log[file_format], tmp_path / "cut", CUT)
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
         assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name))
@@ -268,14 +270,13 @@ def test_a_log_staged_in_pieces_gives_the_same_outputs(faulted_log, file_format,
 
 
 @pytest.mark.parametrize("file_format", ["parquet", "csv"])
-def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path, monkeypatch):
+def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_format, tmp_path):
     """A narrowed Parquet piece is cut by row number in its filter, not by a slice: where the cuts fall
     must change nothing, and the rows kept are those the narrowing keeps."""
     table = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").is_not_null())["table_id"][0]
     narrowed = run.Options(validate=False, selection=Selection(tables=(table,)))
     whole = run.audit(faulted_log[file_format], tmp_path / "whole", narrowed)
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    cut = run.audit(faulted_log[file_format], tmp_path / "cut", narrowed)
+    cut = run.audit(faulted_log[file_format], tmp_path / "cut", replace(narrowed, tuning=CUT.tuning))
     expected = pl.read_parquet(faulted_log["parquet"]).filter(pl.col("table_id").str.strip_chars() == table).height
     assert whole.summary["rows_read"] == cut.summary["rows_read"] == expected > 0
     assert whole.summary["findings"] == cut.summary["findings"] and cut.summary["rounds_flagged"] > 0
@@ -284,10 +285,9 @@ def test_a_narrowed_log_read_in_pieces_gives_the_same_outputs(faulted_log, file_
 
 
 @pytest.mark.parametrize("quarantined", [0, 2])
-def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(faulted_log, quarantined, tmp_path,
-                                                                          monkeypatch):
+def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(faulted_log, quarantined, tmp_path):
     """A table that logs one hand_no for every hand: every round is a SHOE_SEQUENCE finding. Found rounds
-    are written up a piece at a time and put in order a few at a time (more than FILING_ROWS a piece,
+    are written up a piece at a time and put in order a few at a time (more than `filing_rows` a piece,
     so the pieces sorted are smaller than the log's), one piece of the log wholly quarantined (the
     third: found rounds are filed by a binary search of the pieces' starts, where an empty piece must
     not break the order): the outputs are those of the log in one piece."""
@@ -296,9 +296,8 @@ def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(fault
                            .then(pl.lit("ZZ")).otherwise("player_card_1"))
     log.write_parquet(tmp_path / "rounds.parquet")
     whole = run.audit(tmp_path / "rounds.parquet", tmp_path / "whole", QUICK)
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    monkeypatch.setattr(run, "FILING_ROWS", 100)
-    cut = run.audit(tmp_path / "rounds.parquet", tmp_path / "cut", QUICK)
+    cut = run.audit(tmp_path / "rounds.parquet", tmp_path / "cut",
+                    replace(QUICK, tuning=Tuning(piece_rows=777, filing_rows=100)))
     assert whole.summary["findings"]["SHOE_SEQUENCE"] > 100 * log.height // 777
     assert whole.summary["rows_quarantined"] >= 776
     assert whole.summary["findings"] == cut.summary["findings"]
@@ -308,15 +307,14 @@ def test_a_log_whose_every_round_is_found_gives_the_same_outputs_in_pieces(fault
         assert output(tmp_path / "whole" / name).equals(output(tmp_path / "cut" / name)), name
 
 
-def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_path, monkeypatch):
+def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_path):
     """Two files of the same rounds: every card of every shoe is over its decks, so CARD_COUNT puts every
     card in deal order, a group of cards at a time (one group in one piece, sixteen in pieces of 777)."""
     (tmp_path / "logs").mkdir()
     for name in ("a.parquet", "b.parquet"):
         shutil.copy(faulted_log["parquet"], tmp_path / "logs" / name)
     whole = run.audit(tmp_path / "logs", tmp_path / "whole", QUICK)
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    cut = run.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    cut = run.audit(tmp_path / "logs", tmp_path / "cut", CUT)
     shoes = pl.read_parquet(faulted_log["parquet"])["shoe_id"].n_unique()
     assert whole.summary["findings"]["CARD_COUNT"] > 20 * shoes
     assert whole.summary["findings"] == cut.summary["findings"]
@@ -325,11 +323,10 @@ def test_a_log_exported_twice_gives_the_same_outputs_in_pieces(faulted_log, tmp_
 
 
 @pytest.mark.parametrize("plans", [None, 2])
-def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, plans, tmp_path,
-                                                                             monkeypatch):
+def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(faulted_log, plans, tmp_path):
     """Files smaller than a piece are read together (a few queries per piece, not per file), larger ones
     are cut; CSV and Parquet mixed. The findings are the whole log's, file and row aside. With `plans`,
-    a piece reads by at most that many plans (see `ingest.PLANS`: one per format here, and one per file
+    a piece reads by at most that many plans (see `Tuning.plans`: one per format here, and one per file
     cut), so it is cut in more pieces."""
     whole = run.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
     log, sizes, start = pl.read_parquet(faulted_log["parquet"]), [50, 300, 1200, 10, 7, 90], 0
@@ -341,13 +338,12 @@ def test_many_small_files_share_pieces_and_audit_as_the_log_they_were_cut_from(f
         part.write_csv(tmp_path / "logs" / f"{i:03d}.csv") if i % 2 else part.write_parquet(
             tmp_path / "logs" / f"{i:03d}.parquet")
         start += part.height
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    if plans:
-        monkeypatch.setattr(ingest, "PLANS", plans)
+    sizes = Tuning(piece_rows=777, plans=plans or Tuning().plans)
     files = len(list((tmp_path / "logs").iterdir()))
-    pieces = len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777)))
+    with tuning.using(sizes):
+        pieces = len(list(ingest.scan(tmp_path / "logs", "round_log").pieces(777)))
     assert (pieces <= 2 * log.height // 777 + 1 < files) if plans is None else (files // plans <= pieces < files)
-    cut = run.audit(tmp_path / "logs", tmp_path / "cut", QUICK)
+    cut = run.audit(tmp_path / "logs", tmp_path / "cut", replace(QUICK, tuning=sizes))
     assert cut.summary["findings"] == whole.summary["findings"] and cut.summary["rounds_flagged"] > 0
     for name in ("findings.parquet", "quarantine.parquet"):
         found = [output(tmp_path / out / name).drop("source_file", "source_row").sort(pl.all())
@@ -479,7 +475,7 @@ def test_runs_that_overlap_read_one_row_group_ahead_until_the_last_of_them_ends(
 
 @pytest.mark.parametrize("filing_rows", [5, 19])
 def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_pieces_fall(
-        tmp_path, monkeypatch, filing_rows):
+        tmp_path, filing_rows):
     """Findings are filed by the piece of the log their row is in, a few rows at a time, each piece
     sorted alone, and the pieces joined: every row comes out once, the files by name and each file's
     rows in order, for files cut into several pieces, ending at a piece's end, and sharing a piece with
@@ -496,12 +492,11 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     files = [tmp_path / "rows-1.parquet", tmp_path / "rows-2.parquet"]  # filed 5 rows at a time: the first sliced
     shuffled.head(12).write_parquet(files[0])
     shuffled.tail(7).write_parquet(files[1])
-    monkeypatch.setattr(run, "PIECE_ROWS", 3)
-    monkeypatch.setattr(run, "FILING_ROWS", filing_rows)
     (tmp_path / "staging").mkdir()
     queries = run._Queries(tmp_path / "staging")
-    run._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", queries)
-    run._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", queries, first_by="kind")
+    with tuning.using(Tuning(piece_rows=3, filing_rows=filing_rows)):
+        run._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", queries)
+        run._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", queries, first_by="kind")
     assert every.height == 19 and every["kind"].n_unique() == 3
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
     assert pl.read_parquet(tmp_path / "staging" / "grouped.parquet").equals(
@@ -509,21 +504,22 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     # A row of no file of the log (or past its end) has no piece: the run fails rather than lose it.
     stray = pl.concat([shuffled, every.head(1).with_columns(source_row=pl.lit(99, pl.UInt32))])
     if filing_rows < stray.height:
-        with pytest.raises(RuntimeError, match="1 of 20 rows are not in any piece"):
+        with tuning.using(Tuning(piece_rows=3, filing_rows=filing_rows)), pytest.raises(
+                RuntimeError, match="1 of 20 rows are not in any piece"):
             run._sink_in_log_order(stray.lazy(), log, "stray.parquet", queries)
 
 
-def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tmp_path, monkeypatch):
+def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tmp_path):
     """`out[1]` is a name: the audit's own files read back from it as a pattern matched `out1` (here an
     earlier audit's folder), or nothing, and the audit failed. Bets, the contract, pieces, and parts
     filed by bucket read back every kind of file the audit writes for itself."""
     log = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
-    monkeypatch.setattr(run, "PIECE_ROWS", 777)
-    monkeypatch.setattr(parts, "FAN_OUT", 3)
-    plain = run.audit(log["parquet"], tmp_path / "plain", run.Options(validate=False, bets=log["bets_parquet"]))
+    sizes = Tuning(piece_rows=777, fan_out=3)
+    plain = run.audit(log["parquet"], tmp_path / "plain",
+                      run.Options(validate=False, bets=log["bets_parquet"], tuning=sizes))
     run.audit(ASSETS / "mixed_notation.csv", tmp_path / "out1", QUICK)
-    named = run.audit(log["parquet"], tmp_path / "out[1]", run.Options(bets=log["bets_parquet"], data_docs=True)
-                      ).summary
+    named = run.audit(log["parquet"], tmp_path / "out[1]",
+                      run.Options(bets=log["bets_parquet"], data_docs=True, tuning=sizes)).summary
     assert named["exit_code"] == plain.summary["exit_code"] == 1 and named["bets_settled"] > 0
     for key in ("rows_read", "findings", "bets_flagged", "money"):
         assert named[key] == plain.summary[key], key
@@ -567,3 +563,11 @@ def test_findings_are_typed_and_carry_the_run_id(tmp_path):
     assert unreadable["dealt_at"].to_list() == [None] and "yesterday" in unreadable["detail"][0]
     first = found.filter(pl.col("source") == "rounds", pl.col("dealt_at").is_not_null()).row(0, named=True)
     assert first["dealt_at"].strftime("%Y-%m-%dT%H:%M:%SZ") == rounds["dealt_at"][first["source_row"] - 1]
+
+
+def test_tuning_sizes_are_whole_numbers_of_at_least_one():
+    with pytest.raises(ValueError, match="Tuning.piece_rows must be a whole number of at least 1, not 0"):
+        Tuning(piece_rows=0)
+    with pytest.raises(ValueError, match="Tuning.plans must be a whole number of at least 1, not 2.5"):
+        Tuning(plans=2.5)
+    assert run.Options().tuning == Tuning()  # a run's sizes are the measured defaults unless given

@@ -1,6 +1,7 @@
 """The Great Expectations contract: suites in schemas/, results in summary.json, Data Docs, mappings."""
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from baccarat_audit import run, bets, cards, contract, ingest, settlement
 from baccarat_audit.cli import app
 from baccarat_audit.errors import InputError
 from baccarat_audit.timestamps import timestamp
+from baccarat_audit.tuning import Tuning
 
 runner = CliRunner()
 DATA = ASSETS.parent.parent / "data"
@@ -213,15 +215,14 @@ def _but_file_and_profile(output: str) -> list[dict]:
     return [{k: v for k, v in e.items() if k not in ("source_file", "profile")} for e in json.loads(output)]
 
 
-def test_the_contract_run_batch_by_batch_adds_up_to_one_run(tmp_path, monkeypatch):
+def test_the_contract_run_batch_by_batch_adds_up_to_one_run(tmp_path):
     """GX checks a log a batch of rows at a time, and an id's uniqueness a part of the ids at a time:
     where the cuts fall changes no count, no example and no verdict (the duplicate ids of this log
     fall in different pieces)."""
     options = run.Options(bets=ASSETS / "mixed_notation_bets.csv", data_docs=True)
     whole = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "whole", options)
-    monkeypatch.setattr(run, "PIECE_ROWS", 4)
-    monkeypatch.setattr(contract, "BATCH_ROWS", 3)
-    cut = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "cut", options)
+    cut = run.audit(ASSETS / "mixed_notation.csv", tmp_path / "cut",
+                    replace(options, tuning=Tuning(piece_rows=4, batch_rows=3)))
     assert cut.summary["contract"] == whole.summary["contract"]
     pages = {folder.name: len(list(folder.rglob("*.html")))
              for folder in (tmp_path / "cut" / "contract" / "validations").iterdir()}

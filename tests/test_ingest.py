@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, output
-from baccarat_audit import ingest, run
+from baccarat_audit import ingest, run, tuning
 from baccarat_audit.selection import Selection
 from baccarat_audit.timestamps import timestamp, with_timestamp
+from baccarat_audit.tuning import Tuning
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
 GOOD = "R1,KS,9H,5D,QC,,,5"
@@ -439,14 +440,13 @@ def test_a_narrowing_never_rules_out_a_row_it_keeps(tmp_path_factory, log, table
         assert not (kept.any() and selection.rules_out_by(pq.read_metadata(path), columns)), (side, rows)
 
 
-def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path, monkeypatch):
+def test_a_ragged_csv_read_in_pieces_quarantines_the_same_rows(tmp_path):
     """A CSV file is cut into pieces by line; each piece's field counts must stay with its rows."""
 
     content, reasons = AUDITABLE["too many and too few fields"]
     path = write(tmp_path / "log.csv", content * 1 + "\n".join(content.splitlines()[1:] * 3) + "\n")
     whole = run.audit(path, tmp_path / "whole", run.Options(validate=False))
-    monkeypatch.setattr(run, "PIECE_ROWS", 2)
-    cut = run.audit(path, tmp_path / "cut", run.Options(validate=False))
+    cut = run.audit(path, tmp_path / "cut", run.Options(validate=False, tuning=Tuning(piece_rows=2)))
     assert whole.summary["rows_quarantined"] == cut.summary["rows_quarantined"] == 8
     assert pl.read_parquet(tmp_path / "whole" / "quarantine.parquet").equals(
         pl.read_parquet(tmp_path / "cut" / "quarantine.parquet"))
@@ -679,11 +679,11 @@ def test_files_of_two_shapes_in_turn_are_read_by_a_scan_each_and_merged_in_log_o
             (rows.with_columns(pl.col("hand_no").cast(pl.Float64)) if night % 2 else rows).write_parquet(files[-1])
         else:
             (rows.select(reversed(rows.columns)) if night % 2 else rows).write_csv(files[-1])
-    monkeypatch.setattr(ingest, "PLANS", 2)  # a piece of 12 files read by a plan each would be cut in 6
     opened = ingest.scan(tmp_path, "round_log", selection=selection)
     alone = pl.concat([ingest.scan(f, "round_log").frame for f in files]).collect().filter(selection.predicate())
     assert alone["source_file"].n_unique() == 12 and alone["hand_no"].str.contains(r"\.").not_().all()
-    pieces = list(opened.pieces(10_000))
+    with tuning.using(Tuning(plans=2)):  # a piece of 12 files read by a plan each would be cut in 6
+        pieces = list(opened.pieces(10_000))
     assert len(pieces) == 1 and pieces[0].collect().equals(alone)
     assert opened.frame.collect().equals(alone)
     assert pl.concat([piece.collect() for piece in opened.pieces(777)]).equals(alone)

@@ -2,6 +2,7 @@
 
 import math
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import polars as pl
@@ -13,6 +14,7 @@ from conftest import ASSETS
 from baccarat_audit import run, cards, coup, fairness, generate, ingest, profiles
 from baccarat_audit.selection import Selection
 from baccarat_audit.timestamps import timestamp
+from baccarat_audit.tuning import Tuning
 
 QUICK = run.Options(validate=False)
 INTEGRITY = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")
@@ -154,12 +156,11 @@ def test_recorded_outcomes_are_tested_beside_the_replayed_and_their_disagreement
     assert clean["disagree"] == [] and clean["recorded_flagged"] == []
 
 
-def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, monkeypatch):
+def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path):
     """Chunks of 7 shoes: the rows, their order, every figure and the table level's correction are
     the same, to the last bit."""
     run.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
-    monkeypatch.setattr(fairness, "CHUNK_GROUPS", 7)
-    result = run.audit(faulted_log["parquet"], tmp_path / "chunked", QUICK)
+    result = run.audit(faulted_log["parquet"], tmp_path / "chunked", replace(QUICK, tuning=Tuning(chunk_groups=7)))
     whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
     assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
     assert_frame_equal(whole, chunked, check_exact=True)
@@ -353,18 +354,18 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
                      "hand": int(hand) if hand.isdigit() else None, "dealt_at": dealt_at or None, "at": at,
                      "cards": dealt})
     path.write_text("\n".join(lines) + "\n")
-    shipped, was = (profiles.SCHEMAS, profiles.PROFILES), run.PIECE_ROWS
+    shipped = profiles.SCHEMAS, profiles.PROFILES
     profiles.SCHEMAS = path.parent / "schemas"
     profiles.PROFILES = profiles.SCHEMAS / "profiles"
     profiles.PROFILES.mkdir(parents=True)
     (profiles.PROFILES / "standard.toml").write_text((shipped[1] / "standard.toml").read_text())
     (profiles.PROFILES / "one-deck.toml").write_text('name = "one-deck"\nbase = "standard"\ndecks = 1\n')
     profiles.load.cache_clear()
-    run.PIECE_ROWS = piece_rows
     try:
-        result = run.audit(path, path.parent / "out", run.Options(validate=False, profile="one-deck"))
+        result = run.audit(path, path.parent / "out", run.Options(validate=False, profile="one-deck",
+                                                                  tuning=Tuning(piece_rows=piece_rows)))
     finally:
-        (profiles.SCHEMAS, profiles.PROFILES), run.PIECE_ROWS = shipped, was
+        profiles.SCHEMAS, profiles.PROFILES = shipped
         profiles.load.cache_clear()
     started = datetime.fromisoformat(result.summary["started_at"])  # every drawn time is before it
     findings = pl.read_parquet(path.parent / "out" / "findings.parquet").filter(

@@ -1,18 +1,23 @@
-"""Rows written by part and read back a part at a time (pipeline.parts), past FAN_OUT parts by bucket."""
+"""Rows written by part and read back a part at a time (pipeline.parts), past `Tuning.fan_out` parts by bucket."""
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from baccarat_audit import parts
+from baccarat_audit import parts, tuning
+from baccarat_audit.tuning import Tuning
 
 
 @pytest.mark.parametrize("fan_out", [3, 256])
-def test_each_part_reads_back_exactly_its_rows_from_every_piece(tmp_path, monkeypatch, fan_out):
+def test_each_part_reads_back_exactly_its_rows_from_every_piece(tmp_path, fan_out):
     """Four pieces written by ten parts: each part read back holds every row of its key and no other,
-    however the parts are filed; past FAN_OUT parts a piece is written into no more than FAN_OUT files."""
-    monkeypatch.setattr(parts, "FAN_OUT", fan_out)
-    monkeypatch.setattr(parts, "SPLIT_ROW_GROUP", 50)  # parts of about 120 rows: three row groups each
+    however the parts are filed; past `fan_out` parts a piece is written into no more than `fan_out` files."""
+    # Parts of about 120 rows split in row groups of 50: three row groups each.
+    with tuning.using(Tuning(fan_out=fan_out, split_row_group=50)):
+        _each_part_reads_back_exactly_its_rows(tmp_path, fan_out)
+
+
+def _each_part_reads_back_exactly_its_rows(tmp_path, fan_out):
     count = 10
     pieces = [pl.DataFrame({"round_id": [f"R{i}-{j}" for j in range(300)], "stake": range(300)}) for i in range(4)]
     for i, piece in enumerate(pieces):
@@ -29,15 +34,15 @@ def test_each_part_reads_back_exactly_its_rows_from_every_piece(tmp_path, monkey
     # A part split from its bucket is in small row groups: read in one, it was decoded whole by the join.
     split = [pq.ParquetFile(f).metadata for f in tmp_path.rglob("split-*.parquet")]
     assert (len(split) > 0) == (fan_out < count)
-    assert all(m.row_group(g).num_rows <= parts.SPLIT_ROW_GROUP for m in split for g in range(m.num_row_groups))
+    assert all(m.row_group(g).num_rows <= 50 for m in split for g in range(m.num_row_groups))
 
 
-def test_a_part_no_row_fell_in_reads_as_empty_with_the_written_schema(tmp_path, monkeypatch):
+def test_a_part_no_row_fell_in_reads_as_empty_with_the_written_schema(tmp_path):
     """Only the parts a row fell in are `filled`, asked before any part is read (the buckets split
     first); a folder nothing was written to has none."""
-    monkeypatch.setattr(parts, "FAN_OUT", 2)
     frame = pl.LazyFrame({"key": [7, 7, 7]})
-    parts.write(frame, pl.col("key") % 6, 6, tmp_path, "000000").collect()
+    with tuning.using(Tuning(fan_out=2)):
+        parts.write(frame, pl.col("key") % 6, 6, tmp_path, "000000").collect()
     assert parts.filled(tmp_path / "unwritten") == []
     assert parts.filled(tmp_path) == [1]
     assert [parts.read(tmp_path, k, frame.collect_schema()).collect().height for k in range(6)] == [0, 3, 0, 0, 0, 0]

@@ -3,6 +3,7 @@ batch path's money held to its scalar twins on values hypothesis draws."""
 
 import dataclasses
 import itertools
+from dataclasses import replace
 import json
 from decimal import Decimal, localcontext
 
@@ -11,8 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, amount_like, output
-from baccarat_audit import run, bets, explanation, generate, ingest, parts, profiles, settlement
+from baccarat_audit import run, bets, explanation, generate, ingest, profiles, settlement
 from baccarat_audit.errors import InputError
+from baccarat_audit.tuning import Tuning
 
 ROUNDS, BETS = ASSETS / "mixed_notation.csv", ASSETS / "mixed_notation_bets.csv"
 
@@ -222,7 +224,7 @@ def test_a_bet_recorded_twice_is_flagged_on_every_copy_with_the_contract_or_with
             assert (unique["unexpected_count"], unique["examples"]) == (2, ["B1", "B1"])
 
 
-def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
+def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
     """Bets are settled a part of the round_ids at a time (more parts for more rows): the parts,
     the duplicated and quarantined rounds among them, and bets recorded twice (their copies pieces
     apart), must change nothing."""
@@ -234,10 +236,11 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path, monkeypatch):
               ).write_parquet(tmp_path / "bets_twice.parquet")
     options = run.Options(validate=False, bets=tmp_path / "bets_twice.parquet")
     whole = run.audit(paths["parquet"], tmp_path / "whole", options)
-    monkeypatch.setattr(run, "PIECE_ROWS", 500)  # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets
-    cut = run.audit(paths["parquet"], tmp_path / "cut", options)
-    monkeypatch.setattr(parts, "FAN_OUT", 4)  # 96 parts filed in buckets of 24, integrity's 6 groups in 2s
-    bucketed = run.audit(paths["parquet"], tmp_path / "bucketed", options)
+    # 6 pieces of rounds, up to 4 * 6000 / 500 parts of bets; then 96 parts filed in buckets of 24,
+    # integrity's 6 groups in 2s.
+    cut = run.audit(paths["parquet"], tmp_path / "cut", replace(options, tuning=Tuning(piece_rows=500)))
+    bucketed = run.audit(paths["parquet"], tmp_path / "bucketed",
+                         replace(options, tuning=Tuning(piece_rows=500, fan_out=4)))
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
     assert whole.summary["findings"]["DUPLICATE_BET"] == 12
     for other in (cut, bucketed):
