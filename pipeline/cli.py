@@ -264,7 +264,7 @@ def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, ma
 
     spark.require()
     profiles.load(audit_run.with_house_profiles(options).profile)
-    return audit_run.Result(spark.audit(rounds, out, options, master), out)
+    return spark.audit(rounds, out, options, master)
 
 
 @app.command()

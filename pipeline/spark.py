@@ -414,11 +414,11 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
 
 
 def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
-          master: str = "local[2]") -> dict:
+          master: str = "local[2]") -> polars_engine.Result:
     """Audit a round log on Spark into `out_dir`, as `run.audit` does with the same options (the
-    progress display aside); returns summary.json as written."""
+    progress display aside), and return what it returns: summary.json as written, and where."""
     with tuning.using(options.tuning):
-        return _audit(rounds, out_dir, options, master)
+        return polars_engine.Result(_audit(rounds, out_dir, options, master), Path(out_dir))
 
 
 @ingest.one_row_group_ahead()

@@ -41,7 +41,7 @@ def test_spark_and_polars_give_the_same_outputs(tmp_path):
     pl.concat([hand_written, twice]).with_columns(
         status=pl.col("bet_id").replace_strict(statuses, default=None)).write_csv(tmp_path / "bets.csv")
     options = run.Options(bets=[paths["bets_parquet"], tmp_path / "bets.csv"], data_docs=True)
-    on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]")
+    on_spark = spark.audit(inputs, tmp_path / "spark", options, master="local[2]").summary
     on_polars = run.audit(inputs, tmp_path / "polars", options).summary
     assert json.loads((tmp_path / "spark" / "evidence.json").read_text()) == json.loads(
         (tmp_path / "polars" / "evidence.json").read_text())
