@@ -599,6 +599,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             source = lines.readable(path)
             if mapping is not None and mapping.header is not None:
                 source = lines.with_header(source, mapping.header)
+            source = lines.read_through(path, source)
             header = names = csv_header(source, path)
             dtypes = {name: pl.String for name in names}
             stored_rows = footer = None
@@ -981,10 +982,12 @@ def _misquoted_row(path: Path) -> tuple[int, bool] | None:
     read it as it was not meant. Looked for only once the reader has failed."""
     if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
         return None
-    lines = pl.scan_csv(path, has_header=False, separator="\x00", quote_char=None, schema={"line": pl.String},
-                        encoding="utf8-lossy", glob=False).with_row_index("row")
+    # Its lines as the reader reads them: of the copy it is read through (decompressed, its line ends
+    # made LF, a header given), where the header is the first line as in any CSV file.
+    read = pl.scan_csv(lines.copy_of(path), has_header=False, separator="\x00", quote_char=None,
+                       schema={"line": pl.String}, encoding="utf8-lossy", glob=False).with_row_index("row")
     odd = pl.col("line").str.count_matches('"') % 2 == 1
-    found = lines.filter(odd | ~pl.col("line").str.contains(_QUOTED_AS_CSV)).select("row", odd=odd).head(1).collect()
+    found = read.filter(odd | ~pl.col("line").str.contains(_QUOTED_AS_CSV)).select("row", odd=odd).head(1).collect()
     return (found["row"].item(), found["odd"].item()) if found.height else None
 
 

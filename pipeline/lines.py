@@ -162,6 +162,19 @@ def new_copy(suffix: str = ".csv") -> Path:
 
 
 _folder: list[Path] = []
+_copies: dict[Path, Path] = {}  # a CSV file -> the copy it is read through (`read_through`)
+
+
+def read_through(path: Path, copy: Path) -> Path:
+    """Say that CSV file `path` is read through `copy` (`readable`, `with_header`): where a row the
+    reader fails on is looked for (`copy_of`), numbered as the reader numbers it. Returns `copy`."""
+    _copies[Path(path)] = copy
+    return copy
+
+
+def copy_of(path: Path) -> Path:
+    """The copy CSV file `path` is read through, or `path` when it is read as it is."""
+    return _copies.get(Path(path), Path(path))
 
 
 def _scratch() -> Path:

@@ -108,6 +108,16 @@ def test_a_json_lines_log_with_a_line_that_is_not_a_record_is_exit_2_naming_the_
     assert not (tmp_path / "out").exists()
 
 
+def test_a_row_of_a_headerless_csv_log_that_breaks_its_quotes_is_named_by_its_line(tmp_path):
+    lines = (DATA / "layouts" / "headerless.csv").read_text().splitlines()[:5]
+    lines[2] = lines[2].replace(",", '"x,', 1)  # its third line, its row 3: no header comes before it
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    done = cli("audit", tmp_path / "log.csv", "--mapping", "headerless", "--out", tmp_path / "out")
+    assert done.returncode == 2
+    assert done.stderr == (f"error: {tmp_path / 'log.csv'}: row 3 opens a quoted field that its line does not "
+                           "close; records that span lines are not supported\n")
+
+
 def test_a_header_given_for_a_log_that_is_not_csv_is_exit_2(tmp_path):
     done = cli("audit", DATA / "layouts" / "nested_rounds.jsonl", "--mapping", "headerless", "--out", tmp_path / "o")
     assert done.returncode == 2
