@@ -25,10 +25,14 @@ from pathlib import Path
 
 import polars as pl
 
-from baccarat_audit import run, coup, generate, ingest, integrity, tuning
-from baccarat_audit.checks import PER_ROUND
-from baccarat_audit.replay import replay
-from baccarat_audit.selection import Selection
+from baccarat_audit.engines import run
+from baccarat_audit.rules import coup
+from baccarat_audit import generate, tuning
+from baccarat_audit.inputs import ingest
+from baccarat_audit.checks import integrity
+from baccarat_audit.checks.round_checks import PER_ROUND
+from baccarat_audit.rules.replay import replay
+from baccarat_audit.inputs.selection import Selection
 
 BASE_ROUNDS = 100_000  # dealt by the generator, then repeated with fresh round_ids up to the size wanted
 #: An investigator's question: one table on one night (of the nine nights the generated rounds span).
@@ -107,7 +111,7 @@ def row_by_row(path: Path) -> int:
     """What an analyst would write first: read the rows, parse each card, replay each coup in Python and
     compare its draws, totals and result with the log's. Returns the rounds it flags: those the audit's
     per-round checks flag (rows with an unreadable card are skipped, as the audit quarantines them)."""
-    from baccarat_audit import cards
+    from baccarat_audit.rules import cards
 
     spellings = ingest.outcome_spellings()
     columns = [*integrity.DEAL_ORDER, "player_total", "banker_total", "outcome"]
@@ -129,7 +133,7 @@ def bare_replay(path: Path) -> int:
     totals and result, look each card up, replay, compare, count. Nothing trimmed, quarantined,
     written or explained. Its time against the bare read bounds what any such audit can reach here.
     Returns the rounds it flags, which `row_by_row` flags too (rows with an unreadable card are skipped)."""
-    from baccarat_audit import cards
+    from baccarat_audit.rules import cards
 
     codes = {c: cards.parse_expr(pl.col(c)) for c in integrity.DEAL_ORDER}
     readable = pl.all_horizontal(

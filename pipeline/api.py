@@ -17,9 +17,14 @@ from pathlib import Path
 
 import polars as pl
 
-from . import exact_odds, explanation, ingest, integrity, profiles, run, tuning
+from .rules import exact_odds, profiles
+from .outputs import explanation
+from .inputs import ingest
+from .checks import integrity
+from .engines import run
+from . import tuning
 from .errors import InputError
-from .selection import Selection
+from .inputs.selection import Selection
 
 #: A log as `audit` and `explain` take it: a file, a folder, a glob, a list of them, or a polars frame
 #: with the contract's columns (as a file would hold them).

@@ -14,15 +14,17 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from . import (__version__, api as library, contract, exact_odds, fairness, ingest, profiles, progress, settlement,
-               stops, tuning)
-from . import explanation as explain_round
+from . import __version__, api as library, progress, stops, tuning
+from .checks import contract, fairness, settlement
+from .rules import exact_odds, profiles
+from .inputs import ingest
+from .outputs import explanation as explain_round
 from . import generate as generator
-from . import report as report_page
-from . import run as audit_run
+from .outputs import report as report_page
+from .engines import run as audit_run
 from .errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
-from .selection import Selection
-from .shown import shown
+from .inputs.selection import Selection
+from .outputs.shown import shown
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -260,7 +262,7 @@ def validate(
 
 
 def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, master: str) -> audit_run.Result:
-    from . import spark
+    from .engines import spark
 
     spark.require()
     profiles.load(audit_run.with_house_profiles(options).profile)

@@ -2,12 +2,12 @@
 
 Cards come off a shuffled multi-deck shoe with suits: the first card is turned and burns as many
 cards as its value (10-value cards burn 10), a cut card sits 14-16 cards from the bottom, and when it
-comes out the coup in progress and one more are dealt. Each coup is dealt by `pipeline.tableau`.
+comes out the coup in progress and one more are dealt. Each coup is dealt by `pipeline.rules.tableau`.
 A faulted round breaks exactly one rule, so the audit must flag it with exactly one check code:
 a reversed draw, a wrong total or result, a repeated round_id, a card re-suited so that the shoe shows
 it once too often, a skipped hand number, or a dealt_at earlier than the hand before.
 With bets, every round gets a few bets of the types its table's profile offers, paid by the scalar
-settlement (`pipeline.bets.settle`); a faulted bet is paid a wrong amount and must be flagged SETTLEMENT.
+settlement (`pipeline.rules.bets.settle`); a faulted bet is paid a wrong amount and must be flagged SETTLEMENT.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import polars as pl
 
 from decimal import Decimal
 
-from . import bets, cards, coup, owned, profiles, stops, tableau
-from .settlement import money_str
+from .rules import bets, cards, coup, profiles, tableau
+from . import owned, stops
+from .checks.settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
           "CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import baccarat_audit
-from baccarat_audit import explanation
+from baccarat_audit.outputs import explanation
 from baccarat_audit.cli import app
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -14,12 +14,14 @@ from polars.testing import assert_frame_equal
 from conftest import ASSETS, output
 from datetime import UTC, datetime
 
-from baccarat_audit import run, generate, ingest, tuning
+from baccarat_audit.engines import run
+from baccarat_audit import generate, tuning
+from baccarat_audit.inputs import ingest
 from baccarat_audit.tuning import Tuning
-from baccarat_audit.checks import PER_ROUND
-from baccarat_audit.findings import in_log_order
+from baccarat_audit.checks.round_checks import PER_ROUND
+from baccarat_audit.checks.findings import in_log_order
 from baccarat_audit.errors import InputError
-from baccarat_audit.selection import Selection
+from baccarat_audit.inputs.selection import Selection
 
 QUICK = run.Options(validate=False)  # the contract has tests of its own (test_contract.py)
 CUT = replace(QUICK, tuning=Tuning(piece_rows=777))  # a small log in many pieces
@@ -421,7 +423,7 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
 def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):
     """evidence.json: per check, in the order checks first occur in findings.parquet, that check's
     first findings there, in order (the rows explained), bets' settlement findings among them."""
-    from baccarat_audit import evidence
+    from baccarat_audit.outputs import evidence
 
     paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
     run.audit(paths["parquet"], tmp_path / "out", run.Options(validate=False, bets=paths["bets_parquet"]))
@@ -437,7 +439,7 @@ def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur
 def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it(tmp_path, monkeypatch):
     """The read-ahead is the audit's, not the importer's: set around a run, and a value the
     environment gives wins. Importing the package leaves the environment alone."""
-    imported = subprocess.run([sys.executable, "-c", f"import os, baccarat_audit.run, baccarat_audit.cli; "
+    imported = subprocess.run([sys.executable, "-c", f"import os, baccarat_audit.engines.run, baccarat_audit.cli; "
                                f"print(os.environ.get('{ingest.PREFETCH}'))"],
                               env={k: v for k, v in os.environ.items() if k != ingest.PREFETCH},
                               capture_output=True, text=True, check=True)
@@ -536,7 +538,7 @@ def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tm
 def test_a_library_that_cannot_be_preloaded_prints_nothing_in_the_background():
     """A failed import in the preloading thread would print a traceback beside the run's one line; the
     import fails again where the module is needed, and is reported there."""
-    script = ("from baccarat_audit.preload import preload\n"
+    script = ("from baccarat_audit.engines.preload import preload\n"
               "import sys\n"
               "preload('no_such_library', 'decimal').join()\n"
               "print('decimal' in sys.modules)\n")

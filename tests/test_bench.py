@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from baccarat_audit import run
+from baccarat_audit.engines import run
 
 BENCH = Path(__file__).parent.parent / "bench" / "bench.py"
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from baccarat_audit import cards
+from baccarat_audit.rules import cards
 
 
 @pytest.mark.parametrize(

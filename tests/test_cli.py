@@ -172,7 +172,8 @@ def test_a_failure_of_the_tool_itself_is_one_line_exit_3_and_a_kept_traceback(fa
     traceback kept in a file that the line names."""
     import tempfile
 
-    from baccarat_audit import run, cli
+    from baccarat_audit.engines import run
+    from baccarat_audit import cli
 
     def broken(*args, **kwargs):
         raise failure
@@ -385,8 +386,9 @@ def test_explain_and_the_audit_agree_on_every_kind_of_bet_on_every_kind_of_round
     `settlement.settle`'s reasons."""
     import itertools
 
-    from baccarat_audit import explanation, ingest
-    from baccarat_audit.bets import OPEN, VOID
+    from baccarat_audit.outputs import explanation
+    from baccarat_audit.inputs import ingest
+    from baccarat_audit.rules.bets import OPEN, VOID
 
     statuses = [None, "WON", *(status.lower() for status in VOID + OPEN)]
     ways = list(itertools.product([True, False], ["PLAYER", "tie", None, "DRAGON7"],

@@ -11,10 +11,13 @@ from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from conftest import ASSETS, amount_like
-from baccarat_audit import run, bets, cards, contract, ingest, settlement
+from baccarat_audit.engines import run
+from baccarat_audit.rules import bets, cards
+from baccarat_audit.checks import contract, settlement
+from baccarat_audit.inputs import ingest
 from baccarat_audit.cli import app
 from baccarat_audit.errors import InputError
-from baccarat_audit.timestamps import timestamp
+from baccarat_audit.inputs.timestamps import timestamp
 from baccarat_audit.tuning import Tuning
 
 runner = CliRunner()

@@ -1,4 +1,4 @@
-"""The contract evaluated by polars (`pipeline.expectations`) gives every expectation the counts Great
+"""The contract evaluated by polars (`pipeline.checks.expectations`) gives every expectation the counts Great
 Expectations' own validation gives it, on generated logs with faults of every kind the suites test."""
 
 from datetime import UTC, datetime
@@ -7,7 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from baccarat_audit import contract, expectations, generate, ingest
+from baccarat_audit.checks import contract, expectations
+from baccarat_audit import generate
+from baccarat_audit.inputs import ingest
 
 WINDOWS = [contract.Window(), contract.Window(datetime(2026, 11, 1, 19, tzinfo=UTC), None),
            contract.Window(datetime(2026, 11, 1, 18, tzinfo=UTC), datetime(2026, 11, 1, 20, tzinfo=UTC))]

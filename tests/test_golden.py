@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from baccarat_audit import run
+from baccarat_audit.engines import run
 
 GOLDEN = Path(__file__).parent / "assets" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

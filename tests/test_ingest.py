@@ -18,9 +18,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, output
-from baccarat_audit import ingest, run, tuning
-from baccarat_audit.selection import Selection
-from baccarat_audit.timestamps import timestamp, with_timestamp
+from baccarat_audit.inputs import ingest
+from baccarat_audit.engines import run
+from baccarat_audit import tuning
+from baccarat_audit.inputs.selection import Selection
+from baccarat_audit.inputs.timestamps import timestamp, with_timestamp
 from baccarat_audit.tuning import Tuning
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
@@ -270,7 +272,7 @@ def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
 
 def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
     """Root reads any file here, so the refusal of the operating system is simulated."""
-    from baccarat_audit import ingest
+    from baccarat_audit.inputs import ingest
     from baccarat_audit.errors import InputError
 
     path = write(tmp_path / "locked.csv", f"{HEADER}\n{GOOD}\n")

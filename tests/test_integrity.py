@@ -11,9 +11,13 @@ from hypothesis import given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
-from baccarat_audit import run, cards, coup, fairness, generate, ingest, profiles
-from baccarat_audit.selection import Selection
-from baccarat_audit.timestamps import timestamp
+from baccarat_audit.engines import run
+from baccarat_audit.rules import cards, coup, profiles
+from baccarat_audit.checks import fairness
+from baccarat_audit import generate
+from baccarat_audit.inputs import ingest
+from baccarat_audit.inputs.selection import Selection
+from baccarat_audit.inputs.timestamps import timestamp
 from baccarat_audit.tuning import Tuning
 
 QUICK = run.Options(validate=False)
@@ -215,7 +219,7 @@ def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
     repeated, missing and unordered hand numbers, both give the same previous hand and running total."""
     import random
 
-    from baccarat_audit import integrity
+    from baccarat_audit.checks import integrity
 
     rng = random.Random(5)
     rows = 5000
@@ -241,7 +245,7 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
     only in log order is the second copy the one dealt before the hand before it."""
     from datetime import UTC, datetime
 
-    from baccarat_audit import integrity
+    from baccarat_audit.checks import integrity
 
     path = tmp_path / "rounds.csv"
     path.write_text("round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"

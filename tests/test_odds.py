@@ -2,7 +2,7 @@
 
 import pytest
 
-from baccarat_audit import exact_odds
+from baccarat_audit.rules import exact_odds
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ PUBLISHED = {
 def test_house_edges_match_the_published_figures(profile):
     from decimal import ROUND_HALF_UP, Decimal
 
-    from baccarat_audit import profiles
+    from baccarat_audit.rules import profiles
 
     edges = exact_odds.odds(profiles.load(profile)).house_edge
     for bet, published in PUBLISHED[profile].items():
@@ -44,7 +44,7 @@ def test_house_edges_match_the_published_figures(profile):
 def test_outcome_probabilities_and_pair_chance():
     from fractions import Fraction
 
-    from baccarat_audit import profiles
+    from baccarat_audit.rules import profiles
 
     figures = exact_odds.odds(profiles.load("standard"))
     assert f"{float(figures.outcomes['BANKER']):.6f}" == "0.458597"

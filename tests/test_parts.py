@@ -1,10 +1,11 @@
-"""Rows written by part and read back a part at a time (pipeline.parts), past `Tuning.fan_out` parts by bucket."""
+"""Rows written by part and read back a part at a time (pipeline.engines.parts), by bucket past `Tuning.fan_out`."""
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from baccarat_audit import parts, tuning
+from baccarat_audit.engines import parts
+from baccarat_audit import tuning
 from baccarat_audit.tuning import Tuning
 
 

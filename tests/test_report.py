@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ASSETS
-from baccarat_audit import run
+from baccarat_audit.engines import run
 from baccarat_audit.cli import app
 
 DATA = ASSETS.parent.parent / "data"
@@ -60,7 +60,7 @@ def test_the_provenance_names_each_profile_used_with_what_game_it_is_and_its_bas
 def test_the_charts_draw_each_count_to_scale_and_name_it():
     """Bars in proportion to their counts on an axis of round values, with each label and count as
     text; dots at their observed shares, over a band around the expected one."""
-    from baccarat_audit import charts
+    from baccarat_audit.outputs import charts
 
     assert charts.ticks(0, 4300) == [0, 1000, 2000, 3000, 4000, 5000]
     assert charts.ticks(0.085, 0.47) == pytest.approx([0, 0.1, 0.2, 0.3, 0.4, 0.5])

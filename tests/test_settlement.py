@@ -12,7 +12,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, amount_like, output
-from baccarat_audit import run, bets, explanation, generate, ingest, profiles, settlement
+from baccarat_audit.engines import run
+from baccarat_audit.rules import bets, profiles
+from baccarat_audit.outputs import explanation
+from baccarat_audit import generate
+from baccarat_audit.inputs import ingest
+from baccarat_audit.checks import settlement
 from baccarat_audit.errors import InputError
 from baccarat_audit.tuning import Tuning
 

@@ -15,15 +15,17 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from conftest import ASSETS, output
-from baccarat_audit import run, generate, ingest
+from baccarat_audit.engines import run
+from baccarat_audit import generate
+from baccarat_audit.inputs import ingest
 from baccarat_audit.errors import InputError
-from baccarat_audit.selection import Selection
+from baccarat_audit.inputs.selection import Selection
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (.ci/run installs it)")
 if shutil.which("java") is None:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
-from baccarat_audit import spark  # noqa: E402
+from baccarat_audit.engines import spark  # noqa: E402
 
 def test_spark_and_polars_give_the_same_outputs(tmp_path):
     """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement, the

@@ -8,9 +8,13 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from baccarat_audit import run, cards, coup, explanation, ingest, integrity, replay, tableau
-from baccarat_audit.checks import PER_ROUND
-from baccarat_audit.findings import round_findings
+from baccarat_audit.engines import run
+from baccarat_audit.rules import cards, coup, replay, tableau
+from baccarat_audit.outputs import explanation
+from baccarat_audit.inputs import ingest
+from baccarat_audit.checks import integrity
+from baccarat_audit.checks.round_checks import PER_ROUND
+from baccarat_audit.checks.findings import round_findings
 
 VALUES = range(10)
 THIRDS = (None, *VALUES)

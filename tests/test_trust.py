@@ -18,7 +18,8 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from baccarat_audit import run, generate
+from baccarat_audit.engines import run
+from baccarat_audit import generate
 
 DATA = Path(__file__).parent.parent / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -148,7 +149,7 @@ def test_every_entry_of_an_input_folder_is_read_or_named_with_why(tmp_path):
 
 
 def test_a_folder_that_cannot_be_listed_stops_the_run(tmp_path, monkeypatch):
-    from baccarat_audit import ingest
+    from baccarat_audit.inputs import ingest
     from baccarat_audit.errors import InputError
 
     logs = tmp_path / "logs"

@@ -32,14 +32,13 @@ import polars as pl
 from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
-from . import card_events, cards, json_records, lines, mappings, owned, tuning
-from .errors import InputError, OutputError, first_line
+from . import card_events, json_records, lines, mappings
+from ..rules import cards
+from .. import owned, tuning
+from ..errors import InputError, OutputError, first_line
+from ..folders import SCHEMAS
 from .selection import Selection
 
-#: The contracts, mappings and profiles: data, kept at the top of the checkout and shipped inside the
-#: package by a wheel (pyproject.toml maps them to pipeline/schemas), so an installed tool finds them.
-_PACKAGE = Path(__file__).resolve().parent
-SCHEMAS = next(folder for folder in (_PACKAGE / "schemas", _PACKAGE.parent / "schemas") if folder.is_dir())
 MAPPINGS = SCHEMAS / "mappings"
 PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as

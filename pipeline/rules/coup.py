@@ -2,7 +2,7 @@
 
 It judges a coup as recorded: Player's duty to draw comes from the opening totals, Banker's from the
 opening totals and the third card Player was actually given (or the Player-stood branch when none was).
-`pipeline.replay` computes the same fields for a whole frame; the test suite proves the two agree on
+`pipeline.rules.replay` computes the same fields for a whole frame; the test suite proves the two agree on
 every possible sequence of card values.
 """
 

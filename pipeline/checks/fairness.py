@@ -20,8 +20,9 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from . import exact_odds, tuning
-from .checks import recorded_outcome
+from ..rules import exact_odds
+from .. import tuning
+from .round_checks import recorded_outcome
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 OUTCOMES = ("banker_wins", "player_wins", "ties")  # what the outcome chi-squares test

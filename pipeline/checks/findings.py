@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from .checks import CHECKS, Check
-from .timestamps import timestamp
+from .round_checks import CHECKS, Check
+from ..inputs.timestamps import timestamp
 
 #: Where a finding sits: carried from the round log into every finding.
 #: `source` says which log `source_row` counts in: "rounds" or "bets"; `source_file` which file of it.
@@ -15,7 +15,7 @@ FINDINGS_SCHEMA = {c: pl.UInt32 if c == "source_row" else pl.String for c in FIN
 
 
 def round_findings(replayed: pl.LazyFrame, checks: tuple[Check, ...] = CHECKS) -> pl.LazyFrame:
-    """Every failed check (of `checks`) of every replayed round, by check: the audit puts them in log
+    """Every failed check (of `round_checks`) of every replayed round, by check: the audit puts them in log
     order (`in_log_order`) where it merges them, a piece of the log at a time. Sorted here, a piece's
     findings were held whole: a piece of 1M rounds each with an OUTCOME finding took the audit of
     3M such rounds to 894 to 985 MiB, against 605 MiB unsorted, in the same time.

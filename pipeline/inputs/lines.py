@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from . import stops
-from .errors import InputError, first_line
+from .. import stops
+from ..errors import InputError, first_line
 
 MAX_LINE = 1 << 20  # bytes: the longest line a log may hold (documented in the README)
 #: How a compressed file begins, and its codec as pyarrow names it.

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import polars as pl
 
-from . import cards, ingest, parts, stored
-from .checks import card_name
+from ..rules import cards
+from ..inputs import ingest
+from ..engines import parts, stored
+from .round_checks import card_name
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
 CODES = ("CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP")

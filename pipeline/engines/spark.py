@@ -39,11 +39,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import run as polars_engine
-from . import contract, evidence, fairness, ingest, integrity, lines, owned, profiles, settlement, stored, tuning
-from .checks import DUPLICATE, PER_ROUND
-from .errors import InputError, first_line
-from .findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
-from .selection import Selection
+from ..checks import contract, fairness, integrity, settlement
+from ..outputs import evidence
+from ..inputs import ingest, lines
+from .. import owned, tuning
+from ..rules import profiles
+from . import stored
+from ..checks.round_checks import DUPLICATE, PER_ROUND
+from ..errors import InputError, first_line
+from ..checks.findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
+from ..inputs.selection import Selection
 
 
 

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import polars as pl
 
-from . import ingest, owned, parts, stops, tuning
-from .errors import InputError
-from .preload import preload as preloading
+from ..inputs import ingest
+from .. import owned, stops, tuning
+from ..engines import parts
+from ..errors import InputError
+from ..engines.preload import preload as preloading
 from .settlement import amount_e4, e12_text
-from .shown import kept_short
-from .timestamps import with_timestamp
+from ..outputs.shown import kept_short
+from ..inputs.timestamps import with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}
@@ -244,7 +246,7 @@ def _batches(label: Path, views: list[pl.LazyFrame]) -> Iterator[pl.DataFrame]:
 
 def _parts(subject: Subject, column: str, scratch: Path) -> Iterator[tuple[pl.DataFrame, str]]:
     """One column of a log a part at a time, every copy of a value in the same part (see
-    `pipeline.parts`), each part with a run name; parts of about `Tuning.batch_rows` rows."""
+    `pipeline.engines.parts`), each part with a run name; parts of about `Tuning.batch_rows` rows."""
     folder = scratch / f"{subject.contract_name}.{column}"
     part_count = max(1, -(-subject.rows // tuning.current().batch_rows))
     part = parts.part_of(pl.col(column), part_count)

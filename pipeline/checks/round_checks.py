@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import cards, ingest, tableau
-from .ids import copies_detail, same_id
-from .lookup import lookup
+from ..rules import cards, tableau
+from ..inputs import ingest
+from ..inputs.ids import copies_detail, same_id
+from ..rules.lookup import lookup
 
 _CARD_NAMES = {code: cards.name(code) for code in {*cards.SPELLINGS.values(), *cards.POINTS.values()}}
 

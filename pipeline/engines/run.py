@@ -28,17 +28,21 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from . import (__version__, cards, contract, evidence, expectations, fairness, ingest, integrity, owned,
-               parts, profiles, report, settlement, stops, stored, tuning)
-from .checks import CHECKS, CODES, DUPLICATE, PER_ROUND
+from .. import __version__, owned, stops, tuning
+from ..rules import cards, profiles
+from ..checks import contract, expectations, fairness, integrity, settlement
+from ..outputs import evidence, report
+from ..inputs import ingest
+from . import parts, stored
+from ..checks.round_checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from .preload import preload
-from .errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from .findings import in_log_order, published, repeated_keys, round_findings
-from .ids import id_key
-from .replay import replay
-from .selection import Selection
-from .shown import kept_short
-from .timestamps import with_timestamp
+from ..errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
+from ..checks.findings import in_log_order, published, repeated_keys, round_findings
+from ..inputs.ids import id_key
+from ..rules.replay import replay
+from ..inputs.selection import Selection
+from ..outputs.shown import kept_short
+from ..inputs.timestamps import with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS
@@ -289,7 +293,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     `ranked` unless its cards are written as points (`settlement.settle`).
 
     A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
-    are first written by part (see `pipeline.parts`), then joined one part at a time. The outputs are
+    are first written by part (see `pipeline.engines.parts`), then joined one part at a time. The outputs are
     taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
     """
     # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
@@ -358,7 +362,7 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     """The rows of `log` in `rows` (Parquet scanned, in no order) sunk to `name` sorted `in_order` (by
     file and row), and first by `first_by` when given (a column numbering groups of rows from 0, then
     dropped). Up to `Tuning.filing_rows` rows are sorted at once. More are filed by group and by the
-    piece of the log they are in (`ingest.spans` of its files by name; see `pipeline.parts`), that many
+    piece of the log they are in (`ingest.spans` of its files by name; see `pipeline.engines.parts`), that many
     rows at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
     rows are as many as the log's (every round found), a piece is `filing_rows` rows of the log: a
     million findings of 3M rounds, sorted a piece of the log at a time, took the peak to 1,119 MiB.

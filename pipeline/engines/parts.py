@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import stored, tuning
+from . import stored
+from .. import tuning
 
 BUCKETS = "buckets"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import explanation, ingest
+from . import explanation
+from ..inputs import ingest
 
 PER_CHECK = 3
 

@@ -13,11 +13,11 @@ from decimal import Decimal
 
 import polars as pl
 
-from . import bets, cards, profiles
+from ..rules import bets, cards, profiles
 from .findings import FINDINGS_SCHEMA
-from .ids import copies_detail, same_id
-from .ingest import reasons_text
-from .errors import InputError
+from ..inputs.ids import copies_detail, same_id
+from ..inputs.ingest import reasons_text
+from ..errors import InputError
 
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 DUPLICATE_MEANING = ("The bet_id appears on more than one row of the bet log: a bet recorded twice may have "

@@ -1,7 +1,7 @@
 """The drawing rules of punto banco, stated once as data.
 
-Both evaluators read these tables: the scalar replay (`pipeline.coup`) tests membership in them,
-and the vectorized replay (`pipeline.replay`) turns them into `is_in` look-ups. Nothing else in the
+Both evaluators read these tables: the scalar replay (`pipeline.rules.coup`) tests membership in them,
+and the vectorized replay (`pipeline.rules.replay`) turns them into `is_in` look-ups. Nothing else in the
 package knows when a hand draws. Numbers and wording follow docs/rules.md, "Drawing".
 """
 

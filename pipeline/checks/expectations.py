@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import ingest
+from ..inputs import ingest
 from .contract import (EXAMPLES, SET_KINDS, Subject, Window, as_read, column_of, expectations_of, is_unique,
                        set_value, view)
-from .shown import kept_short
+from ..outputs.shown import kept_short
 
 #: Each expectation type the suites use about single values: kwargs -> the rows it does not expect
 #: (null where a value is missing, which GX leaves out of a column map expectation's count).

@@ -2,7 +2,7 @@
 
 Everything comes from the files the audit wrote (summary.json, findings, quarantines, fairness,
 evidence.json), so `baccarat-audit report DIR` rebuilds it without re-auditing. Charts are inline
-SVG with their text as text (`pipeline.charts`); the page loads nothing from anywhere.
+SVG with their text as text (`pipeline.outputs.charts`); the page loads nothing from anywhere.
 """
 
 from __future__ import annotations
@@ -15,11 +15,15 @@ from pathlib import Path
 
 import polars as pl
 
-from . import charts, explanation, fairness, ingest, integrity, owned, settlement, stored
-from .checks import CHECKS
-from .errors import InputError, first_line
+from . import charts, explanation
+from ..checks import fairness, integrity, settlement
+from ..inputs import ingest
+from .. import owned
+from ..engines import stored
+from ..checks.round_checks import CHECKS
+from ..errors import InputError, first_line
 from .shown import shown
-from .timestamps import timestamp
+from ..inputs.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
             | {"SETTLEMENT": settlement.MEANING, "DUPLICATE_BET": settlement.DUPLICATE_MEANING,

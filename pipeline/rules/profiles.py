@@ -15,8 +15,8 @@ from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 
-from .errors import InputError
-from .ingest import SCHEMAS
+from ..errors import InputError
+from ..folders import SCHEMAS
 
 PROFILES = SCHEMAS / "profiles"
 ROUNDING_MODES = ("exact", "player", "house", "nearest")

@@ -19,7 +19,7 @@ import jsonschema
 import polars as pl
 
 from .card_events import POSITIONS, Events
-from .errors import InputError
+from ..errors import InputError
 
 HANDS = ("player", "banker")
 PLACE = ("source_file", "source_row")  # a row's file and row, of which a round_id may be derived

@@ -1,8 +1,8 @@
-"""The vectorized replay: the tableau of `pipeline.tableau` as polars expressions over a whole log.
+"""The vectorized replay: the tableau of `pipeline.rules.tableau` as polars expressions over a whole log.
 
 Input columns are card values 0-9 named `player_1, player_2, player_3, banker_1, banker_2, banker_3`
 (third cards null when not dealt). The output columns carry the same names and meaning as the fields of
-`pipeline.coup.Replay`, so the two evaluators can be compared column for field.
+`pipeline.rules.coup.Replay`, so the two evaluators can be compared column for field.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from . import bets, cards, ingest, profiles, tableau
-from .settlement import money_str, parse_amount
-from .coup import Replay, replay
+from ..rules import bets, cards, profiles, tableau
+from ..inputs import ingest
+from ..checks.settlement import money_str, parse_amount
+from ..rules.coup import Replay, replay
 
 
 def _listed(values: frozenset[int]) -> str:

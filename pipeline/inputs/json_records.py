@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .errors import InputError, first_line
+from ..errors import InputError, first_line
 
 SUFFIXES = {".jsonl", ".ndjson"}  # picked up in folders; an array file (.json) is read when named
 ARRAY_SUFFIX = ".json"
