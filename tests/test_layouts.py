@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import jsonschema
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -258,6 +259,8 @@ def test_explain_of_a_round_of_card_points_settles_no_pair_bet(sample_bets):
     assert by_type["BANKER_PAIR"]["steps"] == ["Cannot be settled: bet type BANKER_PAIR is decided by the cards' "
                                                "ranks: cards recorded as points only."]
     assert all(bet["agrees"] is not None for t, bet in by_type.items() if t not in ("PLAYER_PAIR", "BANKER_PAIR"))
+    schema = json.loads((DATA.parent / "schemas" / "explain.schema.json").read_text())
+    jsonschema.validate([explained], schema, cls=jsonschema.Draft202012Validator)  # as `explain --json` prints it
 
 
 def test_a_card_event_log_is_turned_into_rounds_and_audited_as_them(as_rounds_csv):

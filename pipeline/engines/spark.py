@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from . import run as polars_engine
 from ..checks import contract, fairness, integrity, settlement
 from ..outputs import evidence
-from ..inputs import ingest, lines
+from ..inputs import ingest, lines, mappings
 from .. import owned, tuning
 from ..rules import profiles
 from . import stored
@@ -291,38 +291,29 @@ def _literal(path: Path) -> str:
 
 
 def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
-    """Rows of files read together, numbered (`_row_numbers`), in the columns `_read` gives."""
+    """Rows of files read together, numbered (`_row_numbers`), in the columns `_read` gives: each
+    contract column made text in a task by the polars engine's own rules (`ingest.text_columns`:
+    numbers and times written as it writes them, text trimmed, empty text null, the mapping's values
+    translated); a column the files lack from their Hive folders, or null."""
     from pyspark.sql import functions as F
 
-    def text(column: str):
-        if column not in raw.columns:  # from the file's Hive folders, or null
-            return F.col(f"_folder_{column}")
-        # Unicode white space, as polars' strip_chars; numbers become text as `ingest.as_text` makes them.
-        stored, kind = F.col(f"`{column}`"), raw.schema[column].dataType.typeName()
-        stripped = stored.cast("string")
-        if kind in ("double", "float"):
-            whole = ~F.isnan(stored) & (stored == F.floor(stored)) & (F.abs(stored) < F.lit(2**53))
-            stripped = F.when(F.isnan(stored), F.lit(None)).when(whole, stored.cast("long").cast("string")).otherwise(
-                stripped)
-        elif kind == "decimal" and raw.schema[column].dataType.scale > 0:
-            stripped = F.regexp_replace(stripped, r"\.?0+$", "")
-        elif kind in ("timestamp", "timestamp_ntz"):  # printed in UTC: the session's time zone
-            zone = "'Z'" if kind == "timestamp" else ""
-            stripped = F.when(F.date_format(stored, "SSSSSS") == "000000",
-                              F.date_format(stored, f"yyyy-MM-dd'T'HH:mm:ss{zone}")).otherwise(
-                F.date_format(stored, f"yyyy-MM-dd'T'HH:mm:ss.SSSSSS{zone}"))
-        elif kind == "string":
-            stripped = F.regexp_replace(stripped, r"(?U)^\s+|\s+$", "")
-        # Not when(stripped != "", stripped): Spark would strip twice; nullif strips once.
-        return F.nullif(stripped, F.lit(""))
+    contract = ingest.columns(contract_name)
+    stored = [c for c in contract if c in raw.columns]
+    folders = [c for c in contract if c not in stored]
     row = (F.col("_id") + F.col("_shift")).alias("source_row")
-    frame = raw.select("source_file", row, (F.col("_file") * F.lit(1 << 32) + row).alias("log_row"),
-                       "malformed", *(text(c).alias(c) for c in ingest.columns(contract_name)))
-    if mapping is not None:
-        for column, table in mapping.values.items():
-            if column in ingest.columns(contract_name):
-                frame = frame.replace(table, subset=[column])
-    return frame.where("source_row > 0")  # a CSV file's header is its row 0
+    placed = {"source_file": pl.String, "source_row": pl.Int64, "log_row": pl.Int64, "malformed": pl.String}
+    rows = raw.select("source_file", row, (F.col("_file") * F.lit(1 << 32) + row).alias("log_row"), "malformed",
+                      *(F.col(f"`{c}`") for c in stored), *(F.col(f"_folder_{c}") for c in folders))
+
+    def task(batches):
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            found = {c: mappings.Column(pl.col(c), frame.schema[c], c) for c in stored}
+            trimmed, finished = ingest.text_columns(contract_name, found, mapping)
+            trimmed |= {c: pl.col(f"_folder_{c}") for c in folders}
+            yield from _to_batches(frame.lazy().select(*placed, **trimmed).with_columns(**finished).collect())
+    texts = rows.mapInArrow(task, _ddl(placed | dict.fromkeys(contract, pl.String)))
+    return texts.where("source_row > 0")  # a CSV file's header is its row 0
 
 
 def _placed(frame):
