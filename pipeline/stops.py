@@ -1,6 +1,5 @@
 """A run stopped by a signal (a scheduler's SIGTERM past its time limit, Ctrl-C, a closed terminal):
-one line on stderr, exit 2, nothing published, and no staging folder left behind (315 MB of it at 10M
-rounds).
+one line on stderr, exit 2, nothing published, and no staging folder left behind.
 
 The stop is carried out in the signal handler itself, which removes the staging folders and ends the
 process with `os._exit`. An exception raised from the handler, as Python's own KeyboardInterrupt is,
@@ -9,7 +8,7 @@ import machinery was swallowed ("Exception ignored in ... _get_module_lock"), an
 (CI killed it after two minutes). Exiting from the handler relies on no Python state but the folders
 listed here. Python runs the handler between bytecodes of the main thread, so a polars query under way
 (whose threads are the only other writers) finishes first: nothing writes into a folder as it goes.
-The stop waits for that query: most are a piece of the log, about 0.3 s of work.
+The stop waits for that query: most are a piece of the log.
 """
 
 from __future__ import annotations

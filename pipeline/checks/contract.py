@@ -50,7 +50,7 @@ class Window:
 
 
 def preload() -> threading.Thread:
-    """Import Great Expectations in the background (about 3 s of Python) while polars audits."""
+    """Import Great Expectations in the background (seconds of Python) while polars audits."""
     _no_analytics()
     return preloading("great_expectations")
 
@@ -231,8 +231,8 @@ class _Runs:
 
 
 def _batches(label: Path, views: list[pl.LazyFrame]) -> Iterator[pl.DataFrame]:
-    """The rows of `views` in batches of at most `Tuning.batch_rows`, each collected alone (a whole piece in
-    memory beside GX's batch cost 0.2 GB more at 10M); one empty batch when there are no rows."""
+    """The rows of `views` in batches of at most `Tuning.batch_rows`, each collected alone (a whole piece
+    held beside GX's batch raised the peak); one empty batch when there are no rows."""
     rows, batch_rows = 0, tuning.current().batch_rows
     for one in views:
         start = 0
@@ -263,11 +263,11 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     """Run each subject's suite on it; write Data Docs of every run to `docs_dir` when given.
     `scratch` is an empty folder to work in.
 
-    GX holds what it checks in pandas, several copies deep (4.6 GiB for the whole of a 10M-round
-    log), so it is handed a batch of `Tuning.batch_rows` rows at a time: every expectation about single values
-    runs on each batch of the log, and a uniqueness expectation on each part of its column (see
-    `_parts`). Counts add up over the runs, an expectation is met when it is met in every run, and
-    Data Docs show one page per run.
+    GX holds what it checks in pandas, several copies deep, so it is handed a batch of
+    `Tuning.batch_rows` rows at a time: every expectation about single values runs on each batch of
+    the log, and a uniqueness expectation on each part of its column (see `_parts`). Counts add up
+    over the runs, an expectation is met when it is met in every run, and Data Docs show one page per
+    run.
 
     Returns, by contract name, {"suite", "success", "expectations": [{type, column, why,
     success|skipped, unexpected_count, element_count, examples}]} in the suite's order.

@@ -128,8 +128,7 @@ _SAME_SHOE = pl.col("shoe") == pl.col("shoe").shift(1)
 
 def _in_shoe_order(narrow: pl.DataFrame) -> pl.DataFrame:
     """Rounds in log order put in shoe order (`_ORDER`): a stable sort by shoe and hand keeps the log's
-    order among equal hands. Eager and stable, it sorts 1M rounds in 0.05 s; the lazy sort by all
-    three columns took 0.11 s."""
+    order among equal hands. Eager and stable, it is faster than a lazy sort by all three columns."""
     return narrow.sort("shoe", _ORDER[0], maintain_order=True)
 
 
@@ -163,9 +162,8 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     What the narrow queries found is taken a piece at a time (`_found_by_piece`). With a `scratch`
     folder, each piece's findings are written there and scanned, in no order: held between the
     queries, small results kept the allocator from reusing the pages of each query, and the write-up's
-    resident memory grew by 18 MiB a piece (30M rounds: 367 to 842 MiB; 60M: 2 GiB). A log whose every
-    round is found (3M rounds, every one a repeated hand_no) took the audit's peak to 2.2 GiB, read
-    back whole to be sorted; the caller sorts it a piece at a time."""
+    resident memory grew with every piece. A log whose every round is found, read back whole to be
+    sorted, held it all; the caller sorts it a piece at a time."""
     def rounds_of(kind: _WriteUp, piece: pl.LazyFrame, found: pl.DataFrame | None) -> pl.LazyFrame:
         if found is None:
             return piece.filter(kind.where)
@@ -210,7 +208,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
     over their decks are then put in deal order, a group of keys at a time too, and only the rounds
     found are joined back to their place in the log. Every query reads one piece or one group, so
     memory stays bounded. Such keys are rare in a sound log, but a log exported twice has every card
-    of every shoe over: put in deal order all at once, the cards of 3M rounds took the audit to 1 GiB.
+    of every shoe over, and put in deal order all at once its cards would be held whole.
     """
     def shown(frame: pl.LazyFrame, placed: bool) -> pl.LazyFrame:
         """The cards, with their key and decks, and when `placed` their round and place in it (log_row,
@@ -227,7 +225,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
                         for i in range(len(listed))]
         dealt_cards = in_shoes.select(*index, *list(at)[len(listed):]).unpivot(
-            index=index, variable_name="position", value_name="card")  # 2x faster than a concat per column
+            index=index, variable_name="position", value_name="card")  # faster than a concat per column
         return (pl.concat([*listed_cards, dealt_cards])
                 .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
                 .select(*place, "decks", "card", *([pl.col("position").cast(pl.UInt8)] if placed else []),

@@ -32,9 +32,9 @@ def part_of(key: pl.Expr, parts: int) -> pl.Expr:
 
 def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, **options) -> pl.LazyFrame | None:
     """`frame` written into `folder` a file per value of its column `key` (KEY/NAME-N.parquet), as it
-    streams. Sorted by part into one file, with small row groups for a part's scan to skip the others
-    by, 1M bets took 0.42 s and the sort held the piece (837 MiB for four pieces; this 0.29 s and
-    413 MiB). The files are read back here and never published: lz4 writes faster than zstd."""
+    streams: sorted by part into one file, with small row groups for a part's scan to skip the others
+    by, the sort held the piece and took longer. The files are read back here and never published:
+    lz4 writes faster than zstd."""
     def file_of(written: pl.io.partition.FileProviderArgs) -> str:
         return f"{written.partition_keys[key][0]}/{name}-{written.index_in_partition}.parquet"
 
@@ -85,8 +85,8 @@ def each(frames: list[pl.LazyFrame], part: pl.Expr, parts: int, collect: Callabl
     """The rows of `frames` (one query each, run by `collect`) a part at a time, `part` numbering them
     from 0 to `parts` - 1. With a `scratch` folder, each frame is written there a file per part (`write`)
     and each part read back alone (`read`), so memory holds a part, not the log: held whole, the columns
-    integrity's windows over shoes need grew the audit's peak by 30 MiB per million rounds (1.4 GiB at
-    30M). Without one (a Spark task, which holds its partition anyway), they are held and filtered."""
+    integrity's windows over shoes need grew the audit's peak with the log. Without one (a Spark task,
+    which holds its partition anyway), they are held and filtered."""
     if scratch is None:
         held = pl.concat([collect(frame) for frame in frames])
         yield from (held.filter(part == k) for k in range(parts))

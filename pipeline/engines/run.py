@@ -364,12 +364,11 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     dropped). Up to `Tuning.filing_rows` rows are sorted at once. More are filed by group and by the
     piece of the log they are in (`ingest.spans` of its files by name; see `pipeline.engines.parts`), that many
     rows at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
-    rows are as many as the log's (every round found), a piece is `filing_rows` rows of the log: a
-    million findings of 3M rounds, sorted a piece of the log at a time, took the peak to 1,119 MiB.
+    rows are as many as the log's (every round found), a piece is `filing_rows` rows of the log: sorted
+    a piece of the log at a time, they were held a piece of the log at a time.
 
-    Sorted at once, the bet findings of 10M rounds with bets (430,000 rows of text) took the audit's
-    peak to 952 MiB. Picked out of every row once per piece, the pieces cost as the square of the log:
-    5.7 s at 10M rounds with bets (1M: 0.15 s), 55.2 s at 30M."""
+    Sorted at once, many findings were held whole. Picked out of every row once per piece, the pieces
+    cost as the square of the log."""
     total = rows.select(pl.len()).collect().item()
     piece_rows, filing_rows = tuning.current().piece_rows, tuning.current().filing_rows
     if total <= filing_rows:
@@ -453,7 +452,7 @@ def _staged(staging: Path) -> list[list[Path]]:
     """The staged pieces of the log, in log order: its staged files, `Tuning.piece_rows` rows at most
     (a file is never more). A piece of many small files is read in several queries (`Tuning.plans`)
     and staged in as many files; read as one piece again, the checks run a query for it, not one for
-    each (2,920 nightly CSV files of 1M rounds, staged in 92 files: the audit 97 to 47 s)."""
+    each."""
     files = sorted((staging / STAGED).glob("*.parquet"))
     sizes = [(file, pq.read_metadata(file).num_rows) for file in files]
     return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, tuning.current().piece_rows)]
@@ -465,13 +464,10 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
     which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
 
     Keys are filed by part (of their value) in one pass and counted a part at a time, copies fetched a
-    piece at a time: both bounded by a piece's size. (A pass over every key for each part cost parts x
-    rows, the square of the log: 6.6 s at 30M rounds, against 2.9 s.) is_in with the few keys reaches
-    the scan; a semi-join held the whole piece. The copies grow with the log (32 MiB at 60M rounds),
-    so they are written, not held through the checks that follow, by part of their key: counted at
-    once, the copies of a log exported twice (3M rows) took the audit's peak to 1,479 MiB. Each part is
-    scanned, not held as `parts.each` holds it: the copies of that log peaked at 1,334 MiB so, against
-    1,014 to 1,045 MiB scanned."""
+    piece at a time: both bounded by a piece's size (a pass over every key for each part cost parts x
+    rows, the square of the log). is_in with the few keys reaches the scan; a semi-join held the whole
+    piece. The copies grow with the log, so they are written, not held through the checks that follow,
+    by part of their key, and each part is scanned, not held as `parts.each` holds it."""
     collect, count = partial(run.frame, label=label), len(pieces)
     keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
                       run.staging / f"{name}.keys")
@@ -671,12 +667,12 @@ def _not_read(role: str, log: ingest.Log) -> list[dict]:
 
 def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
     """Rows of the round log with at least one finding. A row is its file and its place in it, made one
-    integer: the file's category code above its row (a UInt32 index). Distinct pairs that held each
-    file's name took 326 MiB at 60M rounds, against 154 MiB for the integers, with the same count.
+    integer: the file's category code above its row (a UInt32 index), smaller than pairs that hold
+    each file's name.
 
     Past `Tuning.piece_rows` findings, and with a `scratch` folder, the pairs are counted a part of the rows
     (by row number) at a time (`parts.each`), that many findings given to each query: counted at
-    once, the 30M findings of a log whose every round was found held 1.4 GiB. (Category codes are
+    once, the findings of a log whose every round was found were held whole. (Category codes are
     not the same from one query to the next, so the parts count pairs.)"""
     def flagged(rows: pl.LazyFrame) -> pl.LazyFrame:
         return rows.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())

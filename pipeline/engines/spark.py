@@ -110,8 +110,7 @@ OUTPUTS_DDL = "output string, frame binary"
 
 def _outputs_in(batches, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]]):
     """mapInArrow task: `outputs_of` each batch, one row per output (its name, and its frame as Arrow
-    IPC), so that the rows are handed to Python once, not once per output (1M rounds: four passes of
-    3-5 s each)."""
+    IPC), so that the rows are handed to Python once, not once per output."""
     for batch in batches:
         outputs = outputs_of(_from_spark(batch))
         yield pa.RecordBatch.from_pydict({"output": list(outputs),
@@ -250,7 +249,7 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
 
     The files the selection keeps are read, those of one shape as `ingest.scan` opened them (format,
     columns read as stored, Hive folders that fill a column) together, as one Spark read: a read per file
-    cost about 0.4 s of planning each (40 s for 100 files here).
+    costs Spark its planning per file.
     """
     from pyspark.sql import functions as F
 
@@ -335,7 +334,7 @@ def _row_numbers(spark, placed: list, log: ingest.Log, contract_name: str):
     header (numbered 0).
 
     One small job counts the rows of every split. Rows are numbered where they lie: a window over a
-    whole file would move every row into one task (25 s of a 31 s read of 1M rounds here).
+    whole file would move every row into one task.
     """
     from pyspark.sql import functions as F
 

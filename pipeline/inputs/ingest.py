@@ -174,8 +174,8 @@ class Log:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's read
         from its footer by pyarrow when it was opened (`_Opened.stored_rows`; a polars query per file
-        took 2.4 ms: 7.1 s for 2,920 nightly files, 0.6 s so), the CSV files' by one count of their
-        lines (`csv_rows`); 0 for a file the selection rules out."""
+        cost a query per file), the CSV files' by one count of their lines (`csv_rows`); 0 for a file
+        the selection rules out."""
         counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
         csv_lines = dict(zip(counted, csv_rows(self.path, [self.opened[i].source for i in counted])))
         return tuple(0 if one.ruled_out else csv_lines[i] if one.stored_rows is None else one.stored_rows
@@ -202,9 +202,8 @@ class Log:
 
 def _in_log_order(frames: list[pl.LazyFrame], paths: list[str]) -> pl.LazyFrame:
     """Frames each in log order, of rows from the files `paths` (in log order), merged into log order:
-    by file, then row. Streamed, as a merge of sorted frames: 2,920 nightly files, hand_no stored as
-    floats every other night (as pandas stores a column with gaps), read by a plan each (32 a query)
-    took the audit 18 to 26 s; read by two scans merged, 9.1 to 9.4 s (the files all alike: 8.4 to 8.8 s)."""
+    by file, then row. Streamed, as a merge of sorted frames, so that files of two shapes are read by
+    two scans, not by a plan each."""
     by_file = pl.col("source_file").cast(pl.Enum(paths)).to_physical().alias("log_file")
     keyed = [frame.with_columns(by_file) for frame in frames]
     merged = reduce(lambda merged, more: merged.merge_sorted(more, key=["log_file", "source_row"]), keyed)
@@ -215,8 +214,8 @@ def spans(sizes: Iterable[tuple[object, int]], rows: int) -> Iterator[list[tuple
     """Items of the given sizes (a log's files and their rows), in order, cut in pieces of at most
     `rows` rows: each piece a list of (item, first row from 0, row count). An item larger than a piece
     spans several; items smaller than a piece share one. A piece bounds what a streaming query holds:
-    polars read ahead of a slow plan by up to a gigabyte at 10M rounds. Small files share one because
-    every stage runs a few queries per piece: 200 files of 2,000 rounds, a piece each, took 16 s."""
+    polars read ahead of a slow plan by as much as it could hold. Small files share one because every
+    stage runs a few queries per piece."""
     held: list[tuple[object, int, int]] = []
     size = 0
     for item, total in sizes:
@@ -363,9 +362,9 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path
 
 def _identity(path: Path) -> object:
     """What tells files apart however they are named: the device and inode (a link's, its target's;
-    as `os.path.samefile`). Resolved paths took 2,920 nightly files 0.13 to 0.16 s, this 0.02 s. A
-    file that cannot be found is its path, for `format_of` to say so; one whose file system numbers no
-    inode (FAT, some network shares) its resolved path."""
+    as `os.path.samefile`), cheaper than resolved paths. A file that cannot be found is its path, for
+    `format_of` to say so; one whose file system numbers no inode (FAT, some network shares) its
+    resolved path."""
     try:
         found = path.stat()
     except OSError:
@@ -453,8 +452,7 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
 class LineStarts:
     """Where each line of a file begins, in bytes, found by scanning on from the nearest line already
     found: spans asked for in order cost one pass over the file in all. (Polars skips rows by parsing
-    them, so a file read a span at a time from its start cost the square of its length: 10M rounds in
-    50 spans, 16 s against 3 s in 10.)"""
+    them, so a file read a span at a time from its start cost the square of its length.)"""
 
     CHUNK = 1 << 22
 
@@ -514,8 +512,8 @@ def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
 
 
 def csv_rows(label: Path, files: list[Path]) -> list[int]:
-    """The rows under the header of each CSV file, counted by one query over them all (a query per file
-    took 8 ms: 24 s for 2,920 nightly files, 1.1 s so). A file whose records, as the reader parses
+    """The rows under the header of each CSV file, counted by one query over them all, not a query per
+    file. A file whose records, as the reader parses
     them, are not as many as its lines has a record that spans lines, which `csv_records` cannot
     read: an InputError naming its row."""
     if not files:
@@ -678,8 +676,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         """The rows `start` to `start + count`; `narrowed`, only those that pass `Selection.stored`.
 
         A range is cut before the rows are numbered, so that the cut reaches the reader; but a cut keeps
-        a filter from a Parquet reader, so a narrowed Parquet range is cut by row number in the filter
-        (the ten pieces of a 10M-round file, narrowed to a table: 0.50 s read with cuts, 0.14 s so).
+        a filter from a Parquet reader, so a narrowed Parquet range is cut by row number in the filter.
         """
         if not (narrowed and selection):
             return shaped(numbered(read(start, count), start + 1), None, here())
@@ -694,9 +691,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         """Whole files of this one's shape (`_Opened.shape`) and their rows, read by one scan, narrowed.
         Each row's file is numbered by its path as an Enum, and its source_row and Hive folder values
         gathered by that number: a binary search of the files' first rows by row number held a whole
-        piece (1M rows from 2,920 CSV files: 508 against 182 MiB). A union of one plan per file, as `ranged`
-        reads a file, took polars' streaming engine 212 s for the 2,920 Parquet files of 1M rounds (8
-        tables, a file a night for a year), and grew as the square of the files: 14 s for 730. CSV
+        piece. A union of one plan per file, as `ranged` reads a file, took polars' streaming engine a
+        time that grew as the square of the files. CSV
         files of one header are read by one scan of their records and one of their lines (`csv_records`),
         whose rows stay in step: a file whose records and lines differ stopped the count (`csv_rows`)."""
         starts = pl.Series(list(itertools.accumulate((rows for _, rows in files[:-1]), initial=0)), dtype=pl.Int64)
@@ -757,7 +753,7 @@ def _texts(contract_name: str, judged: bool, found: dict[str, mappings.Column], 
     text of every contract column (null where a file lacks it; Hive folders fill theirs), the step
     that nulls empty text and translates mapped values, the stored names and dealt_at type that
     `Selection.stored` tests, and `malformed` (with the reasons its layout is `broken`, by the
-    mapping). Built for each file, they took 1.5 ms a file (4.4 s for 2,920 nightly files)."""
+    mapping). Built once a shape, not once a file."""
     present = [c for c in columns(contract_name) if c in found]
     trimmed, finished = text_columns(contract_name, found, mapping)
     as_stored = {c: found[c].stored for c in present if found[c].stored is not None
@@ -795,8 +791,7 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
 def _translated(text: pl.Expr, finished: pl.Expr, table: dict[str, str]) -> pl.Expr:
     """`finished` (the trimmed `text`, empty as null) with a mapping's values translated: a chain of
     whens on the few values, not `replace`, for which polars' streaming engine holds the whole frame
-    (the audit of 1M mapped rounds: 565 MiB and 4.1 s, against 468 MiB and 2.6 s so; see
-    `reasons_text`). Empty text is null by then, so an empty value in the table translates nothing,
+    (see `reasons_text`). Empty text is null by then, so an empty value in the table translates nothing,
     as it did not with `replace`."""
     chain = pl
     for old, new in ((old, new) for old, new in table.items() if old != ""):
@@ -857,12 +852,10 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
 def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Selection) -> list[_Opened]:
     """`opened` with each file not yet ruled out (by its folders or statistics) ruled out when none of
     its rows passes the selection: the files of one shape by one query, which reads the few columns
-    the selection tests (a query per file took 15 s for a year of 2,920 nightly files). A file is not
-    tested when its folders decide the selection for every row (`Selection.decided_by`), nor a CSV
-    file alone in its shape: the test parses a CSV file whole, as its staging does, so it pays only
-    where it rules files out (a year of nightly CSV files narrowed to a table from a day: 6.7 to 7.2 s
-    untested, 4.3 to 4.8 s tested), and a lone file it would only read twice (1M rounds narrowed to a
-    table, one run each: 2.1 s untested, 2.8 s tested)."""
+    the selection tests, not a query per file. A file is not tested when its folders decide the
+    selection for every row (`Selection.decided_by`), nor a CSV file alone in its shape: the test
+    parses a CSV file whole, as its staging does, so it pays only where it rules files out, and a lone
+    file it would only read twice."""
     if not selection:
         return opened
     shapes: dict[Shape, list[int]] = {}
@@ -911,11 +904,8 @@ def one_row_group_ahead() -> Iterator[None]:
     the environment says otherwise; as it was before, after.
 
     Polars reads ahead at least 16 row groups of a Parquet scan, a default sized for object stores. The
-    files an audit reads back grow with the log (findings.parquet: 38 row groups at 60M rounds), and a
-    query over one then grew with it: a plain copy of the findings of 30M and of 60M rounds peaked at
-    480 and 564 MiB as polars ships, 318 and 470 MiB reading two ahead, 275 and 275 MiB reading one.
-    One ahead keeps up with local disks: the audit of 10M rounds with bets took 35.1 to 35.8 s against
-    34.6 to 35.1 s reading two. Polars reads the variable per query. It is set here, around a run,
+    files an audit reads back grow with the log, and a query over one then grew with it. One ahead keeps
+    the peak flat and keeps up with local disks. Polars reads the variable per query. It is set here, around a run,
     not when the package is imported: importing the engine changes nothing. The variable is the
     process's: runs that overlap (threads of one process) count themselves, and the last to end
     removes it, not the first.
@@ -1045,7 +1035,7 @@ def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mappi
     """Every row of a log carrying `round_id` (round logs parsed), for an investigation of one round:
     narrowed as `--table` narrows an audit, so a Parquet reader decodes little but the round_ids."""
     log = scan(path, contract_name, mapping, Selection(rounds=(round_id,)))
-    # The log in as few pieces as `Tuning.plans` allows: a year of nightly CSV files in one plan took minutes.
+    # The log in as few pieces as `Tuning.plans` allows: a year of nightly CSV files in one plan was slow.
     wanted = list(log.pieces(max(1, sum(log.rows_per_file))))
     if contract_name == "round_log":
         wanted = [parse_rounds(piece, log.notation) for piece in wanted]

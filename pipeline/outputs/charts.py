@@ -1,7 +1,7 @@
 """The report's charts as inline SVG, written directly: bars, columns and dots, with their text as text.
 
-matplotlib drew the same charts in 0.9 s a run, about a third of the audit of 1M rounds, whatever the
-log's size; these are a few hundred elements of markup. Lengths are in pixels of a 12 px font, whose
+matplotlib drew the same charts in a time that, whatever the log's size, was a good part of a small
+audit's; these are a few hundred elements of markup. Lengths are in pixels of a 12 px font, whose
 characters are taken as 8 px wide to leave room for labels.
 """
 

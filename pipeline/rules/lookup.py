@@ -1,8 +1,8 @@
 """Text looked up in a fixed table, written the way polars' streaming engine keeps in bounded memory.
 
-`replace_strict` with a dictionary held the streaming engine to whole columns (2 GB more per 10M
-rounds for the result spellings alone). Casting the text to an Enum of the table's keys (anything else
-becomes null) and gathering the values by the Enum's index streams, and is as fast.
+`replace_strict` with a dictionary held the streaming engine to whole columns. Casting the text to an
+Enum of the table's keys (anything else becomes null) and gathering the values by the Enum's index
+streams, and is as fast.
 """
 
 from __future__ import annotations
