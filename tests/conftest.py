@@ -2,6 +2,8 @@
 the property tests' settings."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +13,12 @@ from hypothesis import settings, strategies as st
 from baccarat_audit import generate
 
 ASSETS = Path(__file__).parent / "assets"
+TOOL = [sys.executable, "-m", "baccarat_audit"]  # the command as a user runs it, in a process of its own
+
+
+def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:
+    """The command run in a process of its own: its exit code, stdout and stderr as text."""
+    return subprocess.run([*TOOL, *map(str, args)], capture_output=True, text=True, **kwargs)
 
 # Property tests draw the same examples on every run, so that CI passes or fails as it did here: a
 # run that explores new ones is `HYPOTHESIS_PROFILE=explore pytest` (and more with --hypothesis-seed).

@@ -6,8 +6,6 @@ import json
 import math
 import os
 import struct
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS, output
+from conftest import ASSETS, cli, output
 from baccarat_audit.inputs import ingest
 from baccarat_audit.engines import run
 from baccarat_audit import tuning
@@ -27,10 +25,6 @@ from baccarat_audit.tuning import Tuning
 
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,player_total"
 GOOD = "R1,KS,9H,5D,QC,,,5"
-
-
-def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, args)], capture_output=True, text=True)
 
 
 def write(path: Path, content: str | bytes) -> Path:

@@ -5,8 +5,6 @@ data/rounds.csv, and its audit must find what the audit of those rows finds."""
 
 import gzip
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import baccarat_audit
+from conftest import cli
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 AS_OF = datetime(2027, 1, 1, tzinfo=UTC)
@@ -84,10 +83,6 @@ def test_a_hand_listing_more_cards_than_a_hand_holds_is_quarantined_naming_the_f
                        4: "player_card_2 is empty",
                        5: f"player_card_1 '{last}stars' is not a card"}
     assert done.summary["rows_read"] == 5 and done.summary["rows_quarantined"] == 3
-
-
-def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "baccarat_audit", *map(str, args)], capture_output=True, text=True)
 
 
 def test_a_json_lines_log_with_a_line_that_is_not_a_record_is_exit_2_naming_the_line(tmp_path):

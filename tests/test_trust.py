@@ -18,18 +18,14 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from conftest import TOOL, cli
 from baccarat_audit.engines import run
 from baccarat_audit import generate
 
 DATA = Path(__file__).parent.parent / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-TOOL = [sys.executable, "-m", "baccarat_audit"]
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3"
 ROUND = "R{},KS,9H,5D,QC,,"  # a natural 9 for Banker: nobody draws
-
-
-def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, *map(str, args)], capture_output=True, text=True, **kwargs)
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:

@@ -370,7 +370,8 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     Sorted at once, many findings were held whole. Picked out of every row once per piece, the pieces
     cost as the square of the log."""
     total = rows.select(pl.len()).collect().item()
-    piece_rows, filing_rows = tuning.current().piece_rows, tuning.current().filing_rows
+    sizes = tuning.current()
+    piece_rows, filing_rows = sizes.piece_rows, sizes.filing_rows
     if total <= filing_rows:
         ordered = in_order(rows)
         run.sink(name, ordered if first_by is None else ordered.sort(first_by, maintain_order=True).drop(first_by),
@@ -509,7 +510,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
         bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging,
-                                                    ranked=log.notation == "cards")
+                                                    ranked=log.ranked)
         counted |= bet_counts
     if read.levels:
         counted["fairness"] = fairness.add_up(read.fairness, read.levels)
@@ -542,7 +543,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
-        tests = fairness_tests(counted, options, staging, log.notation)
+        tests = fairness_tests(counted, options, staging, log.ranked)
         if tests is not None:
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
@@ -615,7 +616,7 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
     report.write(staging)
 
 
-def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, notation: str = "cards"
+def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, ranked: bool = True
                    ) -> pl.DataFrame | None:
     """Write fairness.parquet; return the table level's tests (None when the log has no table, dealer or
     shoe; without the pair tests when its cards are written as points). The tests are written a chunk
@@ -627,7 +628,7 @@ def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: 
     (staging / "fairness.pieces").mkdir()
     for i, tests in enumerate(fairness.statistics_by_chunk(
             fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold,
-            fairness.RANKED if notation == "points" else ())):
+            () if ranked else fairness.RANKED)):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
     stored.scan(staging / "fairness.pieces").sink_parquet(staging / "fairness.parquet")
     return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
@@ -702,7 +703,7 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
     # Without rounds there are no cards to tell suits by: CARD_COUNT ran, on nothing.
     audited = rounds["rows_read"] - rounds["rows_quarantined"]
     checks |= integrity.requirements(log.columns, rounds["suited_cards"] if audited else 1)
-    if log.notation == "points":
+    if not log.ranked:
         checks["CARD_COUNT"] = f"skipped: {cards.POINTS_ONLY}"
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     if not options.across_rounds:
@@ -751,7 +752,7 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
             "outcomes": {"correction": "Benjamini-Hochberg over every table's recorded-outcome chi-square, apart",
                          **{key: kept_short(tables) for key, tables in fairness.outcomes_compared(tests).items()}},
         }
-        if log.notation == "points":
+        if not log.ranked:
             summary["fairness"]["skipped"] = {test: f"skipped: {cards.POINTS_ONLY}" for test in fairness.RANKED}
     found = summary["rounds_flagged"] or by_check.get("TABLE_STATS", 0)
     quarantined = summary["rows_quarantined"]

@@ -130,6 +130,11 @@ class Log:
     notation: str = "cards"  # how its cards are written (`cards.NOTATIONS`), as its mapping says
 
     @property
+    def ranked(self) -> bool:
+        """Whether its cards carry their ranks: not when written as points, where pairs are unknown."""
+        return self.notation == "cards"
+
+    @property
     def ruled_out(self) -> tuple[bool, ...]:
         """Per file, whether the selection keeps none of its rows (see `scan`)."""
         return tuple(one.ruled_out for one in self.opened)
@@ -513,9 +518,8 @@ def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
 
 def csv_rows(label: Path, files: list[Path]) -> list[int]:
     """The rows under the header of each CSV file, counted by one query over them all, not a query per
-    file. A file whose records, as the reader parses
-    them, are not as many as its lines has a record that spans lines, which `csv_records` cannot
-    read: an InputError naming its row."""
+    file. A file whose records, as the reader parses them, are not as many as its lines has a record
+    that spans lines, which `csv_records` cannot read: an InputError naming its row."""
     if not files:
         return []
     shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
@@ -593,10 +597,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                 return whole if (start, count) == (0, None) else whole.slice(start, count)
         else:
             # Every field is read as text: the header is the schema (cheaper than a plan built to ask it).
-            source = lines.readable(path)
-            if mapping is not None and mapping.header is not None:
-                source = lines.with_header(source, mapping.header)
-            source = lines.read_through(path, source)
+            source = _csv_source(path, mapping)
             header = names = csv_header(source, path)
             dtypes = {name: pl.String for name in names}
             stored_rows = footer = None
@@ -718,14 +719,21 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                    shape, whole_files)
 
 
+def _csv_source(path: Path, mapping: Mapping | None) -> Path:
+    """What a CSV file is read through: itself, or a copy decompressed, with LF line ends, or with the
+    header its mapping gives (`lines`), said to `lines.read_through` for the rows an error names."""
+    source = lines.readable(path)
+    if mapping is not None and mapping.header is not None:
+        source = lines.with_header(source, mapping.header)
+    return lines.read_through(path, source)
+
+
 def _rounds_of_events(path: Path, file_format: str, contract_name: str, mapping: Mapping) -> Path:
     """A card-event log's rounds (`card_events.rounds`), written to a Parquet copy in the scratch folder:
     the events read whole as text (a CSV row's structure judged, as any CSV row's), the mapping's
     renames applied but to the events' own fields."""
     if file_format == "csv":
-        source = lines.readable(path)
-        if mapping.header is not None:
-            source = lines.with_header(source, mapping.header)
+        source = _csv_source(path, mapping)
         names = csv_header(source, path)
         rows = flag_not_utf8(csv_records(source, names, 1), names)
     else:
@@ -739,7 +747,7 @@ def _rounds_of_events(path: Path, file_format: str, contract_name: str, mapping:
         raise InputError(f"{path}: the mapping's events are read from field {lacking}, which the log lacks "
                          f"(found: {', '.join(n for n in stored if n != 'malformed')})")
     flat = [name for name, dtype in stored.items() if name != "malformed" and not dtype.is_nested()]
-    renames = {source: target for source, target in mapping.columns.items() if source in flat}
+    renames = {field: target for field, target in mapping.columns.items() if field in flat}
     texts = rows.select(*(as_text(pl.col(name), stored[name]).str.strip_chars().alias(renames.get(name, name))
                           for name in flat), "malformed").with_row_index("event_row", offset=1)
     copy = lines.new_copy(".parquet")
@@ -783,20 +791,10 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
     finished = {c: pl.when(pl.col(c) != "").then(pl.col(c)) for c in present if c not in typed}
     if mapping is not None:
-        finished |= {c: _translated(pl.col(c), finished.get(c, pl.col(c)), table)
+        # Empty text is null by then: an empty value in the table translates nothing.
+        finished |= {c: mappings.translated(pl.col(c), finished.get(c, pl.col(c)), table)
                      for c, table in mapping.values.items() if c in trimmed}
     return trimmed, finished
-
-
-def _translated(text: pl.Expr, finished: pl.Expr, table: dict[str, str]) -> pl.Expr:
-    """`finished` (the trimmed `text`, empty as null) with a mapping's values translated: a chain of
-    whens on the few values, not `replace`, for which polars' streaming engine holds the whole frame
-    (see `reasons_text`). Empty text is null by then, so an empty value in the table translates nothing,
-    as it did not with `replace`."""
-    chain = pl
-    for old, new in ((old, new) for old, new in table.items() if old != ""):
-        chain = chain.when(text == old).then(pl.lit(new, pl.String))
-    return finished if chain is pl else chain.otherwise(finished)
 
 
 def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:

@@ -235,8 +235,8 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
         lacking = next((name for name in (listed.rank, listed.suit) if name not in fields), None)
         if lacking:
             raise InputError(f"{path}: {listed.field} holds {inner}; expected records with a {lacking} field")
-        each = [pl.concat_str(_translated(card.struct.field(listed.rank).cast(pl.String), listed.ranks),
-                              _translated(card.struct.field(listed.suit).cast(pl.String), listed.suits))
+        each = [pl.concat_str(_words(card.struct.field(listed.rank).cast(pl.String), listed.ranks),
+                              _words(card.struct.field(listed.suit).cast(pl.String), listed.suits))
                 for card in each]
     elif isinstance(inner, (pl.Struct, pl.List)):
         raise InputError(f"{path}: {listed.field} holds {inner}; name the rank and suit fields of its records")
@@ -245,10 +245,17 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
     return each, expr.list.len()
 
 
-def _translated(text: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
+def translated(text: pl.Expr, otherwise: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
+    """`otherwise`, or where `text` is a key of `table` (not empty) its value: a chain of whens on the
+    few values, not `replace`, for which polars' streaming engine holds the whole frame (see
+    `ingest.reasons_text`)."""
+    chain = pl
+    for old, new in ((old, new) for old, new in table.items() if old != ""):
+        chain = chain.when(text == old).then(pl.lit(new, pl.String))
+    return otherwise if chain is pl else chain.otherwise(otherwise)
+
+
+def _words(text: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
     """`text` trimmed, with the table's words in its place (a suit's "hearts" as H)."""
     text = text.str.strip_chars()
-    chain = pl
-    for old, new in table.items():
-        chain = chain.when(text == old).then(pl.lit(new, pl.String))
-    return text if chain is pl else chain.otherwise(text)
+    return translated(text, text, table)
