@@ -2,8 +2,9 @@
 
 The log is read once, a piece at a time (`_read_once`): each piece is parsed and replayed in memory,
 and from that one frame come its quarantine, its per-round findings, its counts, its fairness cells and
-its contract counts; its rows are staged for the checks that look across rounds (duplicates, shoes),
-the bets and the evidence, each its own streaming query over the staging folder (see `_Queries`).
+its contract counts; the few columns of its rows that the checks across rounds (duplicates, shoes) and
+the bets read are staged, each check its own streaming query over the staging folder (see `_Queries`).
+The evidence reads the rows it explains again from the log.
 Files are written to a staging folder inside the output directory and moved into place only when the
 run is complete, so a run that dies never leaves a findings file that looks complete, a failed run
 leaves the previous result whole, and a re-run replaces it.
@@ -185,6 +186,13 @@ class Result:
 
 
 STAGED = "rounds.staged"  # every row parsed and replayed, in pieces, read by every check; never published
+#: What is staged of each row: its place and ids, and the replay's columns that the checks across rounds
+#: (`integrity`, duplicates) and the settlement read. The text of cards, totals and outcome is not: what
+#: quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the frame read.
+STAGED_COLUMNS = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
+                  "hand_no", "dealt_at", "dealt_utc", "profile", "burn_cards", "cancelled_cards",
+                  *map(ingest.code_column, ingest.CARD_COLUMNS), "player_drew", "banker_drew", "natural",
+                  "player_final", "banker_final", "result")
 
 
 @dataclass(frozen=True)
@@ -214,12 +222,14 @@ STAGING_PARQUET = {"compression": "lz4", "statistics": False}
 @dataclass
 class _Read:
     """What the one read of the log gathered, piece by piece: the counts the summary adds up (`tallies`),
-    the fairness cells (`fairness.observed_counts`) and the contract's counts (`expectations.Singles`)."""
+    the fairness cells (`fairness.observed_counts`), the contract's counts (`expectations.Singles`) and
+    the profiles named by its rows whose structure is sound (`profiles_in`)."""
 
     tallies: list[pl.DataFrame]
     levels: list[str]  # the fairness levels the log has (none when the checks across rounds are off)
     fairness: list[pl.DataFrame]
     contract: list[dict]
+    profiles: set[str | None]
 
 
 def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
@@ -234,7 +244,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
-    read, rows = _Read([], levels, [], []), 0
+    read, rows = _Read([], levels, [], [], set()), 0
     sizes = tuning.current()
     pieces = list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))  # a staged file is never more than a piece
     with ThreadPoolExecutor(max_workers=1) as behind:
@@ -259,10 +269,11 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
                 read: _Read) -> None:
     """One piece's parsed and replayed rows (see `_read_once`) staged as `name`, its quarantine and
     per-round findings written, its counts, fairness cells and contract counts added to `read`."""
-    ingest.write_parquet(frame, staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+    ingest.write_parquet(frame.select(STAGED_COLUMNS), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
-               "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND))}
+               "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
+               "profiles": frame.lazy().filter(pl.col("malformed").is_null()).select(pl.col("profile").unique())}
     if read.levels:
         queries["fairness"] = fairness.observed_counts(replayable, read.levels)
     done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
@@ -271,6 +282,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     ingest.write_parquet(done["quarantine"], staging / "quarantine.pieces" / f"{name}.parquet")
     ingest.write_parquet(done["findings"], staging / "findings.rounds" / f"{name}.parquet")
     read.tallies.append(done["tallies"])
+    read.profiles.update(done["profiles"]["profile"])
     if read.levels:
         read.fairness.append(done["fairness"])
     if singles is not None:
@@ -538,7 +550,9 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
     with staging_in(out_dir, outputs_of(options)) as staging:
         read = _read_once(log, options, staging)
-        names = profiles_in(stored.scan(staging / STAGED), log.path, options.profile, options.mapping)
+        named = pl.LazyFrame({"profile": list(read.profiles)}, schema={"profile": pl.String})
+        names = profiles_in(named.with_columns(malformed=pl.lit(None, pl.String)), log.path, options.profile,
+                            options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
@@ -552,12 +566,12 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         if options.data_docs:
             contract.preload()  # imported only now: beside the checks it raised their peak (docs/performance.md)
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
-        staged = [stored.scan(piece) for piece in _staged(staging)]  # the contract's and the evidence's
         summary = summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
                             staging / "flagged")
         if options.validate:
             options.on_phase("input contract")
-            subjects = [contract.Subject("round_log", log.path, log.columns, staged, summary["rows_read"])]
+            subjects = [contract.Subject("round_log", log.path, log.columns,
+                                         list(log.pieces(tuning.current().piece_rows)), summary["rows_read"])]
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
@@ -571,7 +585,8 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         summary = finish(summary)
         (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
-        write_report(staging, findings, log, staged, bet_log, options.profile)
+        explained = _rows_explained(log, staging, findings, bet_log, options.profile)
+        write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         publish(staging, out_dir)
     return Result(summary, out_dir)
 
@@ -614,6 +629,30 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
     gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile, tuning.current().piece_rows))
     (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
     report.write(staging)
+
+
+def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, bet_log: ingest.Log | None,
+                    profile: str) -> pl.DataFrame:
+    """The round rows the evidence explains (see `evidence.gather`), read again from the log and
+    prepared: the rows of the first findings of each check, and every row of the rounds their bets were
+    placed on. The staged rows say which piece of the log holds each (a staged file per piece of the
+    one read, `_read_once`), and only those pieces are read, cut as that read cut them."""
+    first = evidence.first_findings(findings)
+    place = ["source_file", "source_row"]
+    staged = stored.scan(staging / STAGED, file_column="staged")
+    wanted = [staged.join(first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+                          .select(place).lazy(), on=place, how="semi")]
+    on_bets = first.filter(pl.col("source") == "bets").select(place)
+    if bet_log is not None and on_bets.height:
+        round_ids = ingest.collect(bet_log.path, [bet_log.frame.join(on_bets.lazy(), on=place, how="semi")
+                                                  .select(pl.col("round_id").drop_nulls())])[0]["round_id"]
+        wanted.append(staged.filter(pl.col("round_id").is_in(round_ids.implode())))
+    found = ingest.collect(log.path, [pl.concat(wanted).select("staged", *place).unique()])[0]
+    sizes = tuning.current()
+    pieces = list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
+    rows = [prepared(pieces[int(Path(file).stem)], profile, log.notation).join(at.lazy(), on=place, how="semi")
+            for (file,), at in found.group_by("staged")]
+    return ingest.collect(log.path, [pl.concat(rows) if rows else prepared(pieces[0], profile, log.notation).clear()])[0]
 
 
 def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, ranked: bool = True

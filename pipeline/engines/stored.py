@@ -11,8 +11,9 @@ from pathlib import Path
 import polars as pl
 
 
-def scan(path: Path | list[Path]) -> pl.LazyFrame:
-    """A file, a list of files, or every Parquet file in a folder (in name order), as one frame."""
+def scan(path: Path | list[Path], file_column: str | None = None) -> pl.LazyFrame:
+    """A file, a list of files, or every Parquet file in a folder (in name order), as one frame; with
+    `file_column`, each row's file path in that column."""
     if isinstance(path, Path) and path.is_dir():
         path = sorted(path.glob("*.parquet"))
-    return pl.scan_parquet(path, glob=False)
+    return pl.scan_parquet(path, glob=False, include_file_paths=file_column)

@@ -1,9 +1,9 @@
 """Evidence: the first few findings of each check, each with the step-by-step replay of its round.
 
-Gathered at the end of an audit, from the staged rounds (parsed once, see `run`) and the bet log,
-and kept in `evidence.json` so that the report can be rebuilt from the output directory alone. Only a
-handful of rows per check are read, so the scalar replay (the one that explains itself) is the right
-tool here.
+Gathered at the end of an audit, from the rows of the rounds explained (read again from the log by
+each engine) and the bet log, and kept in `evidence.json` so that the report can be rebuilt from the
+output directory alone. Only a handful of rows per check are read, so the scalar replay (the one that
+explains itself) is the right tool here.
 """
 
 from __future__ import annotations
@@ -29,14 +29,9 @@ def _rows(label: Path, frames: list[pl.LazyFrame], places: list[tuple[str, int]]
                                                                         how="semi")])[0].to_dicts()}
 
 
-def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
-           default_profile: str, piece_rows: int, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
-    """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
-
-    `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`, in pieces that are
-    read one at a time; the bet log is read in pieces of `piece_rows` (one scan of 20M bets read ahead
-    by hundreds of megabytes).
-    """
+def first_findings(findings: pl.LazyFrame, per_check: int = PER_CHECK) -> pl.DataFrame:
+    """The first `per_check` findings of each check, in the order of `findings` (the run's id left out:
+    it is summary.json's)."""
     # Which rows come first is found on their check and index alone, a pass per row wanted: the least
     # index of each check is a streaming aggregate. The findings grow with the log: taken whole, or by
     # a group-by's head of their checks, they were held whole.
@@ -45,9 +40,20 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
     for _ in range(per_check):
         least = indexed.filter(~pl.col("at").is_in(taken.implode())).group_by("check").agg(pl.col("at").min())
         taken = taken.append(least.collect()["at"])
-    # In log order: the evidence below lists checks in the order they first occur.
-    first = (indexed.filter(pl.col("at").is_in(taken.implode())).collect().sort("at")
-             .select("check", pl.exclude("at", "check", "run_id")))  # the run's id is summary.json's
+    # In log order: the evidence lists checks in the order they first occur.
+    return (indexed.filter(pl.col("at").is_in(taken.implode())).collect().sort("at")
+            .select("check", pl.exclude("at", "check", "run_id")))
+
+
+def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
+           default_profile: str, piece_rows: int, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
+    """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
+
+    `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`, in pieces that are
+    read one at a time; the bet log is read in pieces of `piece_rows` (one scan of 20M bets read ahead
+    by hundreds of megabytes).
+    """
+    first = first_findings(findings, per_check)
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
