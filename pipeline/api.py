@@ -135,8 +135,7 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     shoe = pl.concat(list(log.pieces(tuning.current().piece_rows))).with_row_index("log_row")
     replayed = ingest.collect(log.path, [run.prepared(shoe, profile, log.notation).filter(pl.col("reject").is_null())])[0]
     names = run.profiles_in(replayed.lazy(), log.path, profile, mapping)
-    decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
-                         schema={"profile": pl.String, "decks": pl.Int64})
+    decks = integrity.decks_of(names)
     found = integrity.integrity_findings([replayed.lazy()], decks, log.columns, present,
                                          lambda frame: ingest.collect(log.path, [frame])[0])
     return found.sort(integrity.IN_ORDER).select("source_file", "source_row", "check", "expected", "recorded",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..rules import cards
+from ..rules import cards, profiles
 from ..inputs import ingest
 from ..engines import parts, stored
 from .round_checks import card_name
@@ -83,6 +83,13 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
     return found.unique().with_row_index("shoe")
 
 
+def _with_shoe(piece: pl.LazyFrame, shoes: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of `piece` that name a shoe, with its code (`shoe`, from `_shoe_codes`): the shoe_id
+    cast to an Enum of every shoe_id: a lookup per row, cheaper than a join on the text (docs/performance.md)."""
+    code = pl.col("shoe_id").cast(pl.Enum(shoes["shoe_id"])).to_physical().cast(pl.UInt32)
+    return piece.filter(pl.col("shoe_id").is_not_null()).with_columns(shoe=code)
+
+
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
                  queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]],
                  scratch: Path | None) -> list[list[pl.LazyFrame]]:
@@ -96,7 +103,7 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Coll
     hand_no for all its hands) would hold it all, and a query given it all (one partitioned sink of the
     30M found rounds of 30M) held it all too.
     """
-    narrow = [piece.join(shoes.lazy(), on="shoe_id", maintain_order="left").select(
+    narrow = [_with_shoe(piece, shoes).select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
         for piece in pieces]
@@ -220,7 +227,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         at = {str(i): column for i, column in enumerate([*extra, *dealt])}
         place = {"log_row": pl.col("log_row"), "hand": _hand()} if placed else {}
         index = [*place, "decks", "shoe_key"]
-        in_shoes = frame.join(shoes.lazy(), on="shoe_id").select(
+        in_shoes = _with_shoe(frame, shoes).select(
             **place, decks=pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY, **at)
         listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
                         for i in range(len(listed))]
@@ -338,6 +345,12 @@ def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteU
             pl.format("dealt_at {} is earlier than the hand before it in shoe {} ({}).", pl.col("dealt_at"),
                       pl.col("shoe_id"), pl.col("before").dt.to_string("%Y-%m-%dT%H:%M:%SZ"))), found=found),
     ]
+
+
+def decks_of(names: list[str]) -> pl.LazyFrame:
+    """Each profile's decks, as `integrity_findings` takes them."""
+    return pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
+                        schema={"profile": pl.String, "decks": pl.Int64})
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],

@@ -513,8 +513,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         run.sink(f"findings.duplicates/{k:06d}.parquet",
                  round_findings(of_part.filter(pl.col("reject").is_null()), DUPLICATE), label)
     if options.across_rounds:
-        decks = pl.LazyFrame({"profile": names, "decks": [profiles.load(n).decks for n in names]},
-                             schema={"profile": pl.String, "decks": pl.Int64})
+        decks = integrity.decks_of(names)
         found = integrity.integrity_findings(pieces, decks, log.columns, options.as_of or started, collect,
                                              starts_cut=options.selection.since is not None,
                                              scratch=staging / "integrity")
