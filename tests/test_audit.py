@@ -436,6 +436,22 @@ def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur
             for e in entries] == list(wanted.select("check", "source_file", "source_row", "bet_id").iter_rows())
 
 
+def test_evidence_read_again_from_pieces_of_the_log_is_the_same_whatever_the_pieces(tmp_path):
+    """The rows the evidence explains are read again from the pieces of the log that hold them (the
+    staged rows keep no text of cards): cut in pieces of 64 rows, the explained rounds and their bets
+    are in many pieces, and evidence.json is the one of a log read in one piece, each round explained."""
+    paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
+    gathered = []
+    for name, sizes in (("whole", Tuning()), ("pieces", Tuning(read_rows=64))):
+        run.audit(paths["csv"], tmp_path / name, run.Options(validate=False, bets=paths["bets_csv"], tuning=sizes))
+        gathered.append(json.loads((tmp_path / name / "evidence.json").read_text()))
+    assert gathered[0] == gathered[1]
+    on_rounds = [e for entries in gathered[1].values() for e in entries if e["source"] == "rounds"]
+    assert len(on_rounds) > 10 and all(e["explanation"]["round_id"] == e["round_id"] for e in on_rounds)
+    settled = gathered[1]["SETTLEMENT"]
+    assert settled and all(e["explanation"] is not None and e["bets"] for e in settled)
+
+
 def test_polars_reads_one_row_group_ahead_during_an_audit_and_as_before_after_it(tmp_path, monkeypatch):
     """The read-ahead is the audit's, not the importer's: set around a run, and a value the
     environment gives wins. Importing the package leaves the environment alone."""

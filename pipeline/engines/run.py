@@ -245,8 +245,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     read, rows = _Read([], levels, [], [], set()), 0
-    sizes = tuning.current()
-    pieces = list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))  # a staged file is never more than a piece
+    pieces = _pieces_read(log)
     with ThreadPoolExecutor(max_workers=1) as behind:
         taken = None
         for i, piece in enumerate(pieces):
@@ -263,6 +262,13 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
         staging / "quarantine.parquet", lazy=True)])
     return read
+
+
+def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
+    """The log cut as the one read cuts it, a staged file a piece: `Tuning.read_rows` rows at most, and
+    never more than `Tuning.piece_rows` (a staged file is never more than a piece)."""
+    sizes = tuning.current()
+    return list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
 
 
 def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
@@ -647,8 +653,7 @@ def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, bet_
                                                   .select(pl.col("round_id").drop_nulls())])[0]["round_id"]
         wanted.append(staged.filter(pl.col("round_id").is_in(round_ids.implode())))
     found = ingest.collect(log.path, [pl.concat(wanted).select("staged", *place).unique()])[0]
-    sizes = tuning.current()
-    pieces = list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
+    pieces = _pieces_read(log)
     rows = [prepared(pieces[int(Path(file).stem)], profile, log.notation).join(at.lazy(), on=place, how="semi")
             for (file,), at in found.group_by("staged")]
     return ingest.collect(log.path, [pl.concat(rows) if rows else prepared(pieces[0], profile, log.notation).clear()])[0]
