@@ -30,7 +30,7 @@ class Tuning:
     #: Rows a row group of a bucket file holds, so that one part's rows are read without the others'.
     split_row_group: int = 8192
     #: Groups (shoes, mostly) whose fairness tests are computed at once (`fairness.statistics_by_chunk`).
-    chunk_groups: int = 50_000
+    chunk_groups: int = 10_000
     #: Rows Great Expectations checks at once (`contract`): it keeps every expectation's work on every row.
     batch_rows: int = 500_000
     #: Rows per Arrow batch the Spark engine hands to a task.

@@ -165,11 +165,14 @@ def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHO
     levels' rows are the same whichever groups share a chunk. Their rows grow with the log (seven a
     shoe): held at once, they were the peak of the audit of 30M rounds."""
     counts = counts.sort("level", "group")
-    others = counts.filter(pl.col("level") != "table")
+    # The table level is one run of the sorted rows; the others are taken as slices around it, not as a
+    # filtered copy of every shoe's counts.
+    first, last = (counts["level"].search_sorted("table", side) for side in ("left", "right"))
     chunk = tuning.current().chunk_groups
-    for start in range(0, others.height, chunk):
-        yield statistics(others.slice(start, chunk), threshold, skipped)
-    yield statistics(counts.filter(pl.col("level") == "table"), threshold, skipped)
+    for others in (counts.slice(0, first), counts.slice(last)):
+        for start in range(0, others.height, chunk):
+            yield statistics(others.slice(start, chunk), threshold, skipped)
+    yield statistics(counts.slice(first, last - first), threshold, skipped)
 
 
 def _benjamini_hochberg(p_values: list[float]) -> list[float]:

@@ -23,6 +23,7 @@ from contextvars import copy_context
 from functools import cache, partial
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -245,11 +246,15 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     read, rows = _Read([], levels, [], [], set()), 0
-    pieces = _pieces_read(log)
+    # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
+    # the list of every piece held it for all of them (docs/performance.md).
+    pieces = deque(_pieces_read(log))
+    count = len(pieces)
     with ThreadPoolExecutor(max_workers=1) as behind:
         taken = None
-        for i, piece in enumerate(pieces):
-            options.on_phase("reading and checking each round", i, len(pieces))
+        for i in range(count):
+            piece = pieces.popleft()
+            options.on_phase("reading and checking each round", i, count)
             frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
                                                        options.profile, log.notation)])[0]
             rows += frame.height
