@@ -93,10 +93,8 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         for row in rows:
             row["profile"] = row["profile"] or profile
         # Held to the profiles as the audit holds a log: an unknown one names the file and column.
-        named = pl.LazyFrame({"profile": [row["profile"] for row in rows],
-                              "malformed": [row["malformed"] for row in rows]},
-                             schema={"profile": pl.String, "malformed": pl.String})
-        run.profiles_in(named, Path(rounds), profile, round_mapping)
+        run.profiles_in([row["profile"] for row in rows if row["malformed"] is None], Path(rounds), profile,
+                        round_mapping)
         if not rows:
             raise InputError(f"{rounds}: no row has round_id {round_id!r}")
         ranked = round_mapping is None or round_mapping.notation == "cards"
@@ -134,7 +132,7 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     log = ingest.scan(rounds, "round_log", mapping, Selection(shoes=(shoe_id,)))
     shoe = pl.concat(list(log.pieces(tuning.current().piece_rows))).with_row_index("log_row")
     replayed = ingest.collect(log.path, [run.prepared(shoe, profile, log.notation).filter(pl.col("reject").is_null())])[0]
-    names = run.profiles_in(replayed.lazy(), log.path, profile, mapping)
+    names = run.profiles_in(replayed["profile"], log.path, profile, mapping)
     decks = integrity.decks_of(names)
     found = integrity.integrity_findings([replayed.lazy()], decks, log.columns, present,
                                          lambda frame: ingest.collect(log.path, [frame])[0])

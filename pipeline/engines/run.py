@@ -24,7 +24,7 @@ from functools import cache, partial
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -108,9 +108,10 @@ def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
     return hashlib.sha256(json.dumps(audited, default=str).encode()).hexdigest()[:32]
 
 
-def profiles_in(rounds: pl.LazyFrame, label: Path, default: str, mapping: ingest.Mapping | None = None) -> list[str]:
-    """The profiles a run needs: the default and every name in the `profile` of the staged rounds
-    whose structure is sound (a malformed row is quarantined, its fields out of place), all known.
+def profiles_in(named: Iterable[str | None], label: Path, default: str, mapping: ingest.Mapping | None = None
+                ) -> list[str]:
+    """The profiles a run needs: the default and every profile `named` by the rows of the log whose
+    structure is sound (a malformed row is quarantined, its fields out of place), all known.
 
     A profile is read from a file only where the command names it (`--profile PATH.toml`, or a
     `mapping` of the column: `--profiles-dir`): a log's own value is a name, so that a log cannot
@@ -118,7 +119,7 @@ def profiles_in(rounds: pl.LazyFrame, label: Path, default: str, mapping: ingest
     profiles.load(default)
     names = {default}
     given = {default, *(mapping.values.get("profile", {}).values() if mapping else ())}
-    for name in rounds.filter(pl.col("malformed").is_null()).select(pl.col("profile").unique()).collect()["profile"]:
+    for name in sorted(set(named) - {None}):
         try:
             if profiles.is_file(name) and name not in given:
                 raise InputError(f"unknown rules profile {name!r} (a log names its profiles; a file is "
@@ -271,7 +272,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
 
 def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
     """The log cut as the one read cuts it, a staged file a piece: `Tuning.read_rows` rows at most, and
-    never more than `Tuning.piece_rows` (a staged file is never more than a piece)."""
+    never more than `Tuning.piece_rows`."""
     sizes = tuning.current()
     return list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
 
@@ -560,9 +561,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
     with staging_in(out_dir, outputs_of(options)) as staging:
         read = _read_once(log, options, staging)
-        named = pl.LazyFrame({"profile": list(read.profiles)}, schema={"profile": pl.String})
-        names = profiles_in(named.with_columns(malformed=pl.lit(None, pl.String)), log.path, options.profile,
-                            options.mapping)
+        names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
         counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
@@ -647,15 +646,11 @@ def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, bet_
     prepared: the rows of the first findings of each check, and every row of the rounds their bets were
     placed on. The staged rows say which piece of the log holds each (a staged file per piece of the
     one read, `_read_once`), and only those pieces are read, cut as that read cut them."""
-    first = evidence.first_findings(findings)
+    places, round_ids = evidence.rounds_wanted(findings, bet_log)
     place = ["source_file", "source_row"]
     staged = stored.scan(staging / STAGED, file_column="staged")
-    wanted = [staged.join(first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
-                          .select(place).lazy(), on=place, how="semi")]
-    on_bets = first.filter(pl.col("source") == "bets").select(place)
-    if bet_log is not None and on_bets.height:
-        round_ids = ingest.collect(bet_log.path, [bet_log.frame.join(on_bets.lazy(), on=place, how="semi")
-                                                  .select(pl.col("round_id").drop_nulls())])[0]["round_id"]
+    wanted = [staged.join(places.lazy(), on=place, how="semi")]
+    if round_ids.len():
         wanted.append(staged.filter(pl.col("round_id").is_in(round_ids.implode())))
     found = ingest.collect(log.path, [pl.concat(wanted).select("staged", *place).unique()])[0]
     pieces = _pieces_read(log)

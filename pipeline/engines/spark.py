@@ -477,9 +477,8 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
 
     text = _selected(_read(spark, log, mapping=options.mapping), options.selection).cache()
     named = text.where(F.col("malformed").isNull()).select("profile").where(F.col("profile").isNotNull()).distinct()
-    names = polars_engine.profiles_in(pl.LazyFrame({"profile": [row[0] for row in named.collect()]},
-                                                   schema={"profile": pl.String}).with_columns(
-        malformed=pl.lit(None, pl.String)), log.path, options.profile, options.mapping)
+    names = polars_engine.profiles_in([row[0] for row in named.collect()], log.path, options.profile,
+                                      options.mapping)
     profile = options.profile
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
@@ -562,13 +561,9 @@ def _rows_explained(spark, text, found: pl.DataFrame, bet_log: ingest.Log | None
     are read by `evidence.gather` itself, on the driver."""
     from pyspark.sql import functions as F
 
-    first = found.group_by("check", maintain_order=True).head(evidence.PER_CHECK)
-    places = first.filter(pl.col("source") == "rounds").select("source_file", pl.col("source_row").cast(pl.Int64))
-    bet_places = first.filter(pl.col("source") == "bets").select("source_file", "source_row")
-    round_ids = []
-    if bet_log is not None and bet_places.height:
-        on_bets = bet_log.frame.join(bet_places.lazy(), on=["source_file", "source_row"], how="semi")
-        round_ids = ingest.collect(bet_log.path, [on_bets.select("round_id").drop_nulls()])[0]["round_id"].to_list()
+    places, round_ids = evidence.rounds_wanted(found.lazy(), bet_log)
+    places = places.with_columns(pl.col("source_row").cast(pl.Int64))
+    round_ids = round_ids.to_list()
     at = text.join(spark.createDataFrame(places.to_arrow(), "source_file string, source_row bigint"),
                    ["source_file", "source_row"], "left_semi") if places.height else text.limit(0)
     rows = at.unionByName(text.where(F.col("round_id").isin(round_ids))) if round_ids else at

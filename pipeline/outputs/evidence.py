@@ -45,6 +45,21 @@ def first_findings(findings: pl.LazyFrame, per_check: int = PER_CHECK) -> pl.Dat
             .select("check", pl.exclude("at", "check", "run_id")))
 
 
+def rounds_wanted(findings: pl.LazyFrame, bet_log: ingest.Log | None) -> tuple[pl.DataFrame, pl.Series]:
+    """What `gather` explains of the round log, for an engine to fetch: the places (source_file,
+    source_row) of the first findings on rounds, and the round_ids of the bets among them (read from
+    the bet log), every row of which is explained."""
+    first = first_findings(findings)
+    place = ["source_file", "source_row"]
+    on_bets = first.filter(pl.col("source") == "bets").select(place)
+    round_ids = pl.Series("round_id", [], pl.String)
+    if bet_log is not None and on_bets.height:
+        round_ids = ingest.collect(bet_log.path, [bet_log.frame.join(on_bets.lazy(), on=place, how="semi")
+                                                  .select(pl.col("round_id").drop_nulls())])[0]["round_id"]
+    places = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null()).select(place)
+    return places, round_ids
+
+
 def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
            default_profile: str, piece_rows: int, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
     """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
