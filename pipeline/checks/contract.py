@@ -70,11 +70,11 @@ def column_of(expectation: dict) -> str | None:
 
 
 def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole_ids: bool = False) -> pl.LazyFrame:
-    """The columns of a log's frame (`ingest.Log.frame`, or the staged rounds, which carry the same
-    text) that the contract's suite reads, shaped for GX (see module docstring). `present`: the
-    columns the log really has. Ids are kept whole (made safe for HTML) with `whole_ids`, for a run
-    that checks their uniqueness on the view (Spark); otherwise they are checked for invisible
-    characters only where they hold a character outside ASCII, the others one placeholder."""
+    """The columns of a log's frame (`ingest.Log.frame`, or the rows the audit prepared from it, which
+    carry the same text) that the contract's suite reads, shaped for GX (see module docstring).
+    `present`: the columns the log really has. Ids are kept whole (made safe for HTML) with
+    `whole_ids`, for a run that checks their uniqueness on the view (Spark); otherwise they are checked
+    for invisible characters only where they hold a character outside ASCII, the others one placeholder."""
     kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
     wanted = [c for c in ingest.columns(contract_name) if c in present and (
         c in ingest.required(contract_name)

@@ -187,7 +187,7 @@ class Result:
         return self.summary["exit_code"]
 
 
-STAGED = "rounds.staged"  # every row parsed and replayed, in pieces, read by every check; never published
+STAGED = "rounds.staged"  # every row's STAGED_COLUMNS, in pieces, read by the checks across rounds; never published
 #: What is staged of each row: its place and ids, and the replay's columns that the checks across rounds
 #: (`integrity`, duplicates) and the settlement read. The text of cards, totals and outcome is not: what
 #: quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the frame read.
@@ -237,8 +237,8 @@ class _Read:
 def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
     replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
-    fairness cells and contract counts taken, and its rows staged for the checks across rounds, the
-    bets and the evidence. `log_row` numbers the rows of the log as read.
+    fairness cells and contract counts taken, and the columns of its rows that the checks across rounds
+    and the bets read staged (`STAGED_COLUMNS`). `log_row` numbers the rows of the log as read.
 
     A piece's frame is taken apart (`_take_apart`) on a thread of its own while the next piece is
     read: the two overlap, and no more than two pieces are held at once."""
@@ -430,8 +430,8 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
 
 
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows of staged rounds that cannot be replayed, as quarantine.parquet holds them: the log's
-    columns and the reason."""
+    """The rows of prepared rounds (`prepared`) that cannot be replayed, as quarantine.parquet holds
+    them: the log's columns and the reason."""
     return rounds.filter(pl.col("reject").is_not_null()).select(*QUARANTINE_COLUMNS, reason=pl.col("reject"))
 
 

@@ -84,7 +84,8 @@ def _from_spark(batch: pa.RecordBatch | pa.Table) -> pl.LazyFrame:
 
 
 def _prepared(batch: pa.RecordBatch | pa.Table, profile: str) -> pl.LazyFrame:
-    """Rows from Spark as the polars engine's staged rounds (parsed, replayed, `dealt_utc`, `id_key`)."""
+    """Rows from Spark as the polars engine prepares rounds (`run.prepared`: parsed, replayed,
+    `dealt_utc`, `id_key`)."""
     return polars_engine.prepared(_from_spark(batch), profile)
 
 
