@@ -77,20 +77,31 @@ def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFra
     return pl.concat([collect(query(piece)) for piece in pieces])
 
 
-def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> pl.DataFrame:
-    """An integer code for every shoe_id in the log (the same in every query, unlike categorical codes)."""
+@dataclass(frozen=True)
+class _Shoes:
+    """Every shoe_id in the log with an integer code (`shoe`), the same in every query, unlike
+    categorical codes; and `code`, the expression that gives a row its shoe's code."""
+
+    ids: pl.DataFrame
+    code: pl.Expr
+
+
+def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> _Shoes:
+    """The log's shoes (`_Shoes`). A row's code is its shoe_id cast to an Enum of every shoe_id: a
+    lookup per row, cheaper than a join on the text. The cast is built once: polars converts an Enum
+    of many shoes again for each expression that names it, at a cost near the cast's own
+    (docs/performance.md)."""
     found = _each(pieces, lambda piece: piece.select(pl.col("shoe_id").drop_nulls().unique()), collect)
-    return found.unique().with_row_index("shoe")
+    ids = found.unique().with_row_index("shoe")
+    return _Shoes(ids, pl.col("shoe_id").cast(pl.Enum(ids["shoe_id"])).to_physical().cast(pl.UInt32))
 
 
-def _with_shoe(piece: pl.LazyFrame, shoes: pl.DataFrame) -> pl.LazyFrame:
-    """The rows of `piece` that name a shoe, with its code (`shoe`, from `_shoe_codes`): the shoe_id
-    cast to an Enum of every shoe_id: a lookup per row, cheaper than a join on the text (docs/performance.md)."""
-    code = pl.col("shoe_id").cast(pl.Enum(shoes["shoe_id"])).to_physical().cast(pl.UInt32)
-    return piece.filter(pl.col("shoe_id").is_not_null()).with_columns(shoe=code)
+def _with_shoe(piece: pl.LazyFrame, shoes: _Shoes) -> pl.LazyFrame:
+    """The rows of `piece` that name a shoe, with its code (`shoe`)."""
+    return piece.filter(pl.col("shoe_id").is_not_null()).with_columns(shoe=shoes.code)
 
 
-def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, collect: Collect,
+def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
                  queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]],
                  scratch: Path | None) -> list[list[pl.LazyFrame]]:
     """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
@@ -204,7 +215,7 @@ def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: 
                  for i, kind in enumerate(kinds)))
 
 
-def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[str], collect: Collect,
+def card_counts(pieces: list[pl.LazyFrame], shoes: _Shoes, listed: list[str], collect: Collect,
                 scratch: Path | None) -> list[_WriteUp]:
     """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
 
@@ -246,7 +257,7 @@ def card_counts(pieces: list[pl.LazyFrame], shoes: pl.DataFrame, listed: list[st
         .filter(pl.col("count") > pl.col("decks")).select("key")
         for counted in by_key(counts, scratch=scratch and scratch / "counts")])["key"]
     # Only the rounds of the shoes with such a card are shown again, card by card.
-    over = shoes.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
+    over = shoes.ids.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
     candidates = [shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
                   .filter(pl.col("key").is_in(excess.implode())) for piece in pieces]
     found = [_kept(cards_of.lazy()
