@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..engines.preload import preload as preloading
 from .settlement import amount_e4, e12_text
 from ..outputs.shown import kept_short
-from ..inputs.timestamps import with_timestamp
+from ..inputs.timestamps import utc_column, with_timestamp
 
 #: Column kinds (contract meta) whose values form a small set: checked in upper case, dictionary-encoded.
 SET_KINDS = {"card", "third_card", "total", "outcome", "bet_type", "profile", "text"}
@@ -94,10 +94,11 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
             read = pl.when(~column.str.starts_with("-")).then(size).when(size > 0).then(-size)
             column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
         elif kinds[c] == "timestamp":
-            if f"{c}_utc" not in frame.collect_schema():  # the audit's rows have it read already
-                frame = with_timestamp(frame, c, f"{c}_utc")
-            column = pl.when(column.is_not_null() & pl.col(f"{c}_utc").is_null()).then(UNREADABLE).otherwise(
-                pl.col(f"{c}_utc").dt.epoch("s"))
+            utc = utc_column(c)
+            if utc not in frame.collect_schema():  # the audit's rows have it read already
+                frame = with_timestamp(frame, c, utc)
+            column = pl.when(column.is_not_null() & pl.col(utc).is_null()).then(UNREADABLE).otherwise(
+                pl.col(utc).dt.epoch("s"))
         shaped.append(column.alias(c))
     return frame.select(shaped)
 

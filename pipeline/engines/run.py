@@ -44,7 +44,7 @@ from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
 from ..outputs.shown import kept_short
-from ..inputs.timestamps import with_timestamp
+from ..inputs.timestamps import utc_column, with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = ingest.AUDIT_OUTPUTS
@@ -64,7 +64,7 @@ def prepared(rows: pl.LazyFrame, profile: str, notation: str = "cards") -> pl.La
     the default profile filled in, replayed, with `id_key` (for duplicates) and `dealt_utc`."""
     parsed = ingest.parse_rounds(rows, notation).with_columns(pl.col("profile").fill_null(profile))
     keyed = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
-    return with_timestamp(keyed, "dealt_at", "dealt_utc")
+    return with_timestamp(keyed, "dealt_at", utc_column("dealt_at"))
 
 
 def sha256(path: Path) -> str:

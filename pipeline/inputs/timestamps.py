@@ -29,6 +29,11 @@ def timestamp(text: pl.Expr) -> pl.Expr:
     return pl.coalesce(zulu, *(_as_utc(rest, form) for form in _GENERAL))
 
 
+def utc_column(text: str) -> str:
+    """Where a time column's value as UTC is kept beside its text (`with_timestamp`): dealt_at in dealt_utc."""
+    return text.removesuffix("_at") + "_utc"
+
+
 def with_timestamp(frame: pl.LazyFrame, text: str, name: str) -> pl.LazyFrame:
     """`timestamp(pl.col(text))` as the column `name`, computed in steps: within one expression polars
     parses again at every use of a subexpression. A text without a space,
