@@ -229,6 +229,27 @@ def test_a_bet_recorded_twice_is_flagged_on_every_copy_with_the_contract_or_with
             assert (unique["unexpected_count"], unique["examples"]) == (2, ["B1", "B1"])
 
 
+def test_a_bet_is_settled_on_the_round_its_id_names_exactly(tmp_path):
+    """Ids alike but for an invisible character are one round twice to DUPLICATE_ROUND, but a bet names
+    one of them exactly: it is settled on that row. An id on two rows (R1) leaves its bets unsettled."""
+    rounds = pl.read_csv(ROUNDS, infer_schema=False)
+    again = rounds.filter(pl.col("round_id") == "R2").with_columns(round_id=pl.lit("R2\u200b"), outcome=pl.lit("B"))
+    pl.concat([rounds, again]).write_csv(tmp_path / "rounds.csv")
+    bets_log = pl.read_csv(BETS, infer_schema=False)
+    pl.concat([bets_log, bets_log.filter(pl.col("bet_id") == "B3").with_columns(
+        round_id=pl.lit("R2\u200b"), bet_id=pl.lit("B3-copy"))]).write_csv(tmp_path / "bets.csv")
+    for bets_file, out in ((BETS, "plain"), (tmp_path / "bets.csv", "twinned")):
+        run.audit(tmp_path / "rounds.csv", tmp_path / out, run.Options(bets=bets_file, validate=False))
+    findings = pl.read_parquet(tmp_path / "twinned" / "findings.parquet")
+    assert sorted(findings.filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"]) == ["R1", "R1", "R2", "R2\u200b"]
+    quarantine = pl.read_parquet(tmp_path / "twinned" / "bets_quarantine.parquet")
+    assert not quarantine.filter(pl.col("round_id").str.starts_with("R2")).height
+    assert quarantine.filter(pl.col("round_id") == "R1")["reason"].to_list() == ["round 'R1' is on 2 rows of the round log"]
+    # The copy of B3 (a pair paid on no pair) on the invisible twin is flagged as B3 is, on the same cards.
+    assert _settlement(tmp_path / "twinned") == _settlement(tmp_path / "plain") | {
+        "B3-copy": _settlement(tmp_path / "plain")["B3"]}
+
+
 def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
     """Bets are settled a part of the round_ids at a time (more parts for more rows): the parts,
     the duplicated and quarantined rounds among them, and bets recorded twice (their copies pieces

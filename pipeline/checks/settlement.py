@@ -57,7 +57,10 @@ def _scaled(value: Decimal, scale: int, what: str) -> int:
     return int(scaled)
 
 
-def pay_table(names: list[str]) -> pl.LazyFrame:
+PAY_KEY = ("profile", "bet_type", "case")  # what a bet's return is looked up by in `pay_table`
+
+
+def pay_table(names: list[str]) -> pl.DataFrame:
     """Every (profile, bet type, case) the named profiles offer, with its return and rounding."""
     rows = []
     for name in names:
@@ -71,23 +74,40 @@ def pay_table(names: list[str]) -> pl.LazyFrame:
             })
     schema = {"profile": pl.String, "bet_type": pl.String, "case": pl.String, "per_unit_e8": pl.Int64,
               "rule": pl.String, "rounding_mode": pl.String, "rounding_unit_e12": pl.Int128}
-    return pl.LazyFrame(rows, schema=schema, orient="row")
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def with_pay(bets_cased: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
+    """Bets with a `case` given the `pay_table` columns of their (profile, bet type, case); null where
+    the profiles offer none. A lookup of the three joined as one text, by an Enum of the table's few
+    keys, not a join on three text columns: a third of the time (docs/performance.md)."""
+    table = pay_table(names)
+    key = pl.concat_str(PAY_KEY, separator="\x1f")  # null where any part is null: no return, as a join
+    row = key.cast(pl.Enum(table.select(key.alias("key"))["key"]), strict=False).to_physical()
+    return bets_cased.with_columns(pay_row=row).with_columns(
+        pl.lit(table[c]).gather(pl.col("pay_row")).alias(c) for c in table.columns if c not in PAY_KEY
+    ).drop("pay_row")
 
 
 def round_facts(replayed: pl.LazyFrame) -> pl.LazyFrame:
-    """The settling facts of every replayed round, one row each (`copies` 1; see `once_per_round`).
-    Without a group-by over every round_id, this streams."""
-    return replayed.with_columns(**bets.facts_expr()).select("round_id", *ROUND_FACTS, copies=pl.lit(1, pl.UInt32))
+    """The settling facts of every replayed round, one row each (`copies` 1; see `once_per_round`),
+    with its id's key (`ids.id_key`). Without a group-by over every round_id, this streams."""
+    return replayed.with_columns(**bets.facts_expr()).select("round_id", "id_key", *ROUND_FACTS,
+                                                              copies=pl.lit(1, pl.UInt32))
 
 
 def once_per_round(facts: pl.LazyFrame) -> pl.LazyFrame:
     """`round_facts` with each round_id once: a round_id on several rows keeps only its `copies`, since
     a bet on it is not settled. Every row of a round_id must be among `facts` (a part of the round_ids,
     by hash): counted over the whole log, the duplicated ids of a log exported twice were held through
-    the settlement."""
-    counted = facts.with_columns(copies=pl.len().over("round_id").cast(pl.UInt32))
-    several = counted.filter(pl.col("copies") > 1).group_by("round_id").agg(pl.col("copies").first())
-    return pl.concat([counted.filter(pl.col("copies") == 1), several], how="diagonal")
+    the settlement. The rows are counted by their id's key, and again by the id itself only where the
+    key repeats (ids alike but for invisible characters share a key): counted by the text of every id,
+    they cost three times as much (docs/performance.md)."""
+    by_key = facts.with_columns(copies=pl.len().over("id_key").cast(pl.UInt32))
+    repeated = by_key.filter(pl.col("copies") > 1).with_columns(copies=pl.len().over("round_id").cast(pl.UInt32))
+    several = repeated.filter(pl.col("copies") > 1).group_by("round_id").agg(pl.col("copies").first())
+    return pl.concat([by_key.filter(pl.col("copies") == 1), repeated.filter(pl.col("copies") == 1), several],
+                     how="diagonal").drop("id_key")
 
 
 def _amount_reason(column: str, positive: bool) -> pl.Expr:
@@ -133,7 +153,7 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
         .join(once_per_round(facts), on="round_id", how="left")
         .join(rejected_round, on="round_id", how="left")
         .with_columns(case=bets.case_looked_up(pl.col("bet_type")))
-        .join(pay_table(names), on=["profile", "bet_type", "case"], how="left")
+        .pipe(with_pay, names)
     )
     round_id = pl.col("round_id")
     reasons = [
