@@ -71,7 +71,7 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
                  "recorded_ties": recorded == "TIE"}
     flags = {"recorded_rounds": recorded.is_not_null(), **{f"{name}_observed": flag for name, flag in observed.items()}}
     # The flags made before the grouping, then summed as columns: an expression summed per group is
-    # worked group by group, at twice the cost for a piece's thousands of shoes (docs/performance.md).
+    # worked group by group, and a piece has thousands of shoes (docs/performance.md).
     return replayed.select(*levels, "profile", **flags).group_by(*levels, "profile").agg(
         pl.len().alias("rounds"), *(pl.col(name).sum() for name in flags))
 

@@ -80,7 +80,7 @@ def pay_table(names: list[str]) -> pl.DataFrame:
 def with_pay(bets_cased: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     """Bets with a `case` given the `pay_table` columns of their (profile, bet type, case); null where
     the profiles offer none. A lookup of the three joined as one text, by an Enum of the table's few
-    keys, not a join on three text columns: a third of the time (docs/performance.md)."""
+    keys: a join on three text columns took longer (docs/performance.md)."""
     table = pay_table(names)
     key = pl.concat_str(PAY_KEY, separator="\x1f")  # null where any part is null: no return, as a join
     row = key.cast(pl.Enum(table.select(key.alias("key"))["key"]), strict=False).to_physical()
@@ -102,7 +102,7 @@ def once_per_round(facts: pl.LazyFrame) -> pl.LazyFrame:
     by hash): counted over the whole log, the duplicated ids of a log exported twice were held through
     the settlement. The rows are counted by their id's key, and again by the id itself only where the
     key repeats (ids alike but for invisible characters share a key): counted by the text of every id,
-    they cost three times as much (docs/performance.md)."""
+    they took longer (docs/performance.md)."""
     by_key = facts.with_columns(copies=pl.len().over("id_key").cast(pl.UInt32))
     repeated = by_key.filter(pl.col("copies") > 1).with_columns(copies=pl.len().over("round_id").cast(pl.UInt32))
     several = repeated.filter(pl.col("copies") > 1).group_by("round_id").agg(pl.col("copies").first())
