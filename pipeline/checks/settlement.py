@@ -14,6 +14,7 @@ from decimal import Decimal
 import polars as pl
 
 from ..rules import bets, cards, profiles
+from ..rules.lookup import position
 from .findings import FINDINGS_SCHEMA
 from ..inputs.ids import copies_detail, same_id
 from ..inputs.ingest import reasons_text
@@ -83,8 +84,7 @@ def with_pay(bets_cased: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     keys: a join on three text columns took longer (docs/performance.md)."""
     table = pay_table(names)
     key = pl.concat_str(PAY_KEY, separator="\x1f")  # null where any part is null: no return, as a join
-    row = key.cast(pl.Enum(table.select(key.alias("key"))["key"]), strict=False).to_physical()
-    return bets_cased.with_columns(pay_row=row).with_columns(
+    return bets_cased.with_columns(pay_row=position(key, table.select(key.alias("key"))["key"])).with_columns(
         pl.lit(table[c]).gather(pl.col("pay_row")).alias(c) for c in table.columns if c not in PAY_KEY
     ).drop("pay_row")
 

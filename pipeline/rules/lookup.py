@@ -10,8 +10,14 @@ from __future__ import annotations
 import polars as pl
 
 
+def position(text: pl.Expr, keys: list[str] | pl.Series) -> pl.Expr:
+    """Each text's position among `keys` (distinct); null where the text is null or not one of them.
+    Gathering from a column of values in the keys' order looks the text up."""
+    return text.cast(pl.Enum(keys), strict=False).to_physical()
+
+
 def lookup(text: pl.Expr, table: dict[str, object], dtype: pl.DataType) -> pl.Expr:
     """The value `table` holds for each text; null where the text is null or not a key."""
     keys = sorted(table)
     values = pl.Series([table[key] for key in keys], dtype=dtype)
-    return pl.lit(values).gather(text.cast(pl.Enum(keys), strict=False).to_physical())
+    return pl.lit(values).gather(position(text, keys))
