@@ -209,6 +209,22 @@ def test_a_line_or_field_too_long_to_be_a_round_is_exit_2_naming_it(tmp_path, co
     assert done.returncode == 2 and f"error: {log}: {said}" in done.stderr
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_a_long_log_whose_lines_end_in_cr_is_read_whole_and_a_long_line_in_it_named(tmp_path, end):
+    """A line end is a CR too when lines are measured: a log of CR-ended lines (as a spreadsheet on a
+    Mac exports it) longer than a line may be is a log of many short lines, not one long one."""
+    rows = 60_000  # over 1 MiB in all
+    log = tmp_path / "mac.csv"
+    log.write_bytes(end.join([HEADER, *(ROUND.format(i) for i in range(rows))]).encode() + end.encode())
+    result = run.audit(log, tmp_path / "out", run.Options(validate=False, across_rounds=False))
+    assert result.summary["rows_read"] == rows == result.summary["rounds_audited"]
+    long = tmp_path / "long.csv"
+    long.write_bytes(end.join([HEADER, ROUND.format(1), ROUND.format(2), "R3," + "y" * 1_100_000, ROUND.format(4)]
+                              ).encode())
+    done = cli("audit", long, "--out", tmp_path / "out2", "--no-contract")
+    assert done.returncode == 2 and f"error: {long}: row 3 is longer than 1,048,576 bytes" in done.stderr
+
+
 @pytest.mark.parametrize("summary", [b"{not json", b"\xff\xfe\x00", b"[1, 2]", b'{"inputs": 7, "findings": "x"}'])
 def test_report_on_a_damaged_summary_is_exit_2(tmp_path, summary):
     out = tmp_path / "out"

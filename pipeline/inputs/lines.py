@@ -43,60 +43,75 @@ class Text:
 
 
 def survey(path: Path) -> Text:
-    """Read `path` once in blocks; an InputError naming the row of a line over MAX_LINE bytes."""
+    """Read `path` once in blocks; an InputError naming the row of a line over MAX_LINE bytes. A CR is
+    a line end there too, as in the copy `readable` makes. Line ends are counted only to name the row
+    of a line too long: a file without one is searched, not counted."""
     bare_cr = nul = False
-    row = 0  # line ends (LF, CRLF or CR) seen before the block
     line = 0  # bytes of the line under way at the start of the block
+    offset = 0  # bytes before the block
     carried_cr = False  # the previous block ended in CR
     with path.open("rb") as handle:
         while block := handle.read(BLOCK):
+            has_cr = b"\r" in block
             if carried_cr and not block.startswith(b"\n"):
                 bare_cr = True
-            crs = block.count(b"\r")
-            crlfs = block.count(b"\r\n")
-            bare = crs - crlfs - (1 if block.endswith(b"\r") else 0)
-            bare_cr = bare_cr or bare > 0
+            if has_cr and not bare_cr:
+                bare_cr = block.count(b"\r") - block.count(b"\r\n") - block.endswith(b"\r") > 0
             nul = nul or b"\0" in block
-            ends = block.count(b"\n") + bare
-            line = _longest(block, line, row, path)
-            row += ends
+            line = _longest(block.replace(b"\r", b"\n") if has_cr else block, line, offset, path)
+            offset += len(block)
             carried_cr = block.endswith(b"\r")
     if line > MAX_LINE:
-        raise _too_long(path, row)
+        raise _too_long(path, offset - line)
     return Text(bare_cr, nul)
 
 
-def _longest(block: bytes, line: int, row: int, path: Path) -> int:
-    """The bytes of the line under way at the end of `block`, given `line` at its start; an InputError
-    when a line passes MAX_LINE. Looked at closely only where a stretch of MAX_LINE/2 bytes holds no LF:
-    a normal file costs a search that stops at its first LF, once per stretch."""
+def _longest(block: bytes, line: int, offset: int, path: Path) -> int:
+    """The bytes of the line under way at the end of `block` (at `offset` in the file), given `line` at
+    its start; an InputError when a line passes MAX_LINE. Looked at closely only where a stretch of
+    MAX_LINE/2 bytes holds no LF: a normal file costs a search that stops at its first LF, once per
+    stretch."""
     step = MAX_LINE // 2
     first = block.find(b"\n")
     if first == -1:
         if line + len(block) > MAX_LINE:
-            raise _too_long(path, row)
+            raise _too_long(path, offset - line)
         return line + len(block)
     if line + first > MAX_LINE:
-        raise _too_long(path, row)
+        raise _too_long(path, offset - line)
     start = first + 1
     if any(block.find(b"\n", at, at + step) == -1 for at in range(start, len(block) - step, step)):
-        _check_between(block, start, path, row)
+        _check_between(block, start, offset, path)
     return len(block) - 1 - block.rfind(b"\n")
 
 
-def _check_between(block: bytes, start: int, path: Path, row: int) -> None:
+def _check_between(block: bytes, start: int, offset: int, path: Path) -> None:
     """Every line of `block` from `start`, measured (a stretch without a line end was found in it)."""
     at = start
     while (end := block.find(b"\n", at)) != -1:
         if end - at > MAX_LINE:
-            raise _too_long(path, row + block.count(b"\n", 0, at))
+            raise _too_long(path, offset + at)
         at = end + 1
 
 
-def _too_long(path: Path, row: int) -> InputError:
+def _too_long(path: Path, line_start: int) -> InputError:
+    row = _line_ends_before(path, line_start)
     where = "the header" if row == 0 else f"row {row}"
     return InputError(f"{path}: {where} is longer than {MAX_LINE:,} bytes; no line of a round log is, and "
                       "it would be held whole (a file that is not a log, or lines joined?)")
+
+
+def _line_ends_before(path: Path, stop: int) -> int:
+    """The line ends (LF, CRLF or CR, each one) in the first `stop` bytes of `path`: the row of the line
+    that starts there."""
+    ends, carried_cr = 0, False
+    with path.open("rb") as handle:
+        while stop > 0 and (block := handle.read(min(BLOCK, stop))):
+            stop -= len(block)
+            # A CR that ends the previous block and an LF that begins this one are one line end.
+            ends += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n") - (carried_cr and block[:1] == b"\n")
+            carried_cr = block.endswith(b"\r")
+    return ends
 
 
 def compression_of(path: Path) -> str | None:
