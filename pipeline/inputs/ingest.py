@@ -42,6 +42,7 @@ from .selection import Selection
 MAPPINGS = SCHEMAS / "mappings"
 PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
+REPLACED = "line holds U+FFFD"  # a column of `csv_records`, named as no log column is: maybe a byte not UTF-8
 #: How files named .csv that are not CSV text begin, and what they are: read as text, their header
 #: was a line of garbled names.
 NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
@@ -432,7 +433,8 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
     `malformed` when a line's field count is not the header's: lines `skip` to `skip + count` of a file
     (all by default; lines before `skip` are only looked at for their ends), of each of several files
     (with each row's file under `file_column`), or the whole of `source` when it is the text of some
-    lines (the Spark engine hands over its tasks' lines this way)."""
+    lines (the Spark engine hands over its tasks' lines this way). `REPLACED` marks the lines that
+    `flag_not_utf8` looks at."""
     schema = {name: pl.String for name in names}
     # Extra fields ignored here and counted below: polars takes a file's width from its first record,
     # and stopped the run on a file whose first row has more fields than the header.
@@ -446,10 +448,11 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
                         quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy", glob=False)
     line = pl.col("line")
     unquoted = pl.when(line.str.contains('"', literal=True)).then(line.str.replace_all(r'"[^"]*"', "")).otherwise(line)
-    fields = lines.select(fields=unquoted.str.count_matches(",", literal=True) + 1)
+    fields = lines.select(fields=unquoted.str.count_matches(",", literal=True) + 1,
+                          **{REPLACED: line.str.contains(REPLACEMENT, literal=True)})
     counted = pl.col("fields")
     return pl.concat([records, fields], how="horizontal").select(
-        *names, *filter(None, [file_column]),
+        *names, *filter(None, [file_column]), REPLACED,
         malformed=pl.when(counted.is_null()).then(pl.lit("the line is blank")).when(counted != len(names)).then(
             pl.format("the row has {} field{}, the header {}", counted,
                       pl.when(counted == 1).then(pl.lit("")).otherwise(pl.lit("s")), pl.lit(len(names)))
@@ -493,7 +496,7 @@ def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, cou
     """Lines `first` to `first + count` of a CSV file as `csv_records` reads them, the bytes of the span
     read when the frame is collected (a polars IO source: `pl.defer` lost the rows of a frame asked
     for no column, as a row count or a row index asks)."""
-    schema = {**dict.fromkeys(names, pl.String), "malformed": pl.String}
+    schema = {**dict.fromkeys(names, pl.String), REPLACED: pl.Boolean, "malformed": pl.String}
 
     def span(columns: list[str] | None, predicate: pl.Expr | None, rows: int | None, _: int | None
              ) -> Iterator[pl.DataFrame]:
@@ -512,11 +515,13 @@ def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, cou
 
 
 def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
-    """CSV rows with a reason added to `malformed` for each `checked` column holding bytes that are not
-    UTF-8 (read as U+FFFD)."""
-    not_utf8 = [pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                .then(pl.lit(f"{c} holds bytes that are not UTF-8")) for c in checked]
-    return rows.with_columns(malformed=reasons_text(["malformed", *not_utf8]))
+    """CSV rows (`csv_records`) with a reason added to `malformed` for each `checked` column holding
+    bytes that are not UTF-8 (read as U+FFFD), and without `REPLACED`. Only the columns of a line
+    `REPLACED` marks are searched: polars skips a branch that no row takes, and most logs have none."""
+    not_utf8 = [pl.when(pl.col(REPLACED)).then(pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                                                 .then(pl.lit(f"{c} holds bytes that are not UTF-8")))
+                for c in checked]
+    return rows.with_columns(malformed=reasons_text(["malformed", *not_utf8])).drop(REPLACED)
 
 
 def csv_rows(label: Path, files: list[Path]) -> list[int]:
@@ -660,12 +665,12 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         `at` their place: source_file, source_row and the values of the Hive folders they are in."""
         if keep is not None:
             rows = rows.filter(keep)
+        text = file_format == "csv" and not events  # checked for bytes not UTF-8 (Parquet's are by its rules)
         rows = rows.select(at["source_file"].alias("source_file"), at["source_row"].alias("source_row"), malformed,
-                           **(trimmed | {c: at[c] for c in partitions})).with_columns(**finished)
+                           *[REPLACED] * text, **(trimmed | {c: at[c] for c in partitions})).with_columns(**finished)
         if mapping is not None and mapping.round_id:
             rows = rows.with_columns(round_id=mappings.derived_round_id(mapping))
-        # Parquet strings are UTF-8 by the format's rules.
-        return flag_not_utf8(rows, present) if file_format == "csv" and not events else rows
+        return flag_not_utf8(rows, present) if text else rows
 
     def here() -> dict[str, pl.Expr]:
         # A round made of events is where its first event is.
