@@ -21,7 +21,9 @@ def _spoilt(folder: Path) -> dict[str, Path]:
     rounds = pl.read_csv(paths["csv"], infer_schema=False)
     at = pl.int_range(pl.len())
     bad = {
-        "round_id": pl.when(at == 3).then(None).when(at == 5).then(pl.lit("R\u200b5")).when(at % 400 == 7)
+        # An id outside ASCII but visible (R\u00e99) is not an invisible character.
+        "round_id": pl.when(at == 3).then(None).when(at == 5).then(pl.lit("R\u200b5")).when(at == 9).then(pl.lit("R\u00e99"))
+        .when(at % 400 == 7)
         .then(pl.lit("SAME")).otherwise(pl.col("round_id")),
         "player_card_1": pl.when(at == 11).then(pl.lit("XX")).when(at == 12).then(None).otherwise(pl.col("player_card_1")),
         "banker_card_3": pl.when(at == 13).then(pl.lit("<b>11Z</b>")).otherwise(pl.col("banker_card_3")),
@@ -33,7 +35,8 @@ def _spoilt(folder: Path) -> dict[str, Path]:
     rounds.with_columns(**bad).write_csv(folder / "spoilt.csv")
     placed = pl.read_csv(paths["bets_csv"], infer_schema=False)
     placed.with_columns(
-        bet_id=pl.when(at == 2).then(None).when(at % 500 == 9).then(pl.lit("B-SAME")).otherwise(pl.col("bet_id")),
+        bet_id=pl.when(at == 2).then(None).when(at % 500 == 9).then(pl.lit("B-SAME")).when(at == 3)
+        .then(pl.lit("B\ufeff3")).when(at == 5).then(pl.lit("B\u00e95")).otherwise(pl.col("bet_id")),
         bet_type=pl.when(at == 4).then(pl.lit("martingale")).otherwise(pl.col("bet_type")),
         stake=pl.when(at == 6).then(pl.lit("-5")).when(at == 7).then(pl.lit("0")).when(at == 8).then(pl.lit("abc"))
         .otherwise(pl.col("stake")),
