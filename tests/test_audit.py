@@ -15,7 +15,7 @@ from conftest import ASSETS, output
 from datetime import UTC, datetime
 
 from baccarat_audit.engines import run
-from baccarat_audit import generate, tuning
+from baccarat_audit import api, generate, tuning
 from baccarat_audit.inputs import ingest
 from baccarat_audit.tuning import Tuning
 from baccarat_audit.checks.round_checks import PER_ROUND
@@ -100,6 +100,26 @@ def test_hand_written_log_with_every_notation(tmp_path):
                              "OUTCOME": 2, "DUPLICATE_ROUND": 2, "CARD_COUNT": 0, "SHOE_SEQUENCE": 0,
                              "TIMESTAMP": 0, "TABLE_STATS": 0}
     assert s["checks"]["CARD_COUNT"] == "skipped: the log has no shoe_id column"
+
+
+@pytest.mark.parametrize("outcome, agrees", [
+    ("BANKER", True), ("banker", True), ("bAnKeR", True), ("b", True), ("Player", False), ("dragon", False),
+    ("\uff22\uff21\uff2e\uff2b\uff25\uff32", False),  # fullwidth letters: no spelling
+    ("b\u0430nker", False),  # a Cyrillic a
+])
+def test_a_recorded_outcome_is_read_in_any_case_alike_by_the_audit_and_explain(tmp_path, outcome, agrees):
+    """Banker wins R1 on a natural 9, and a tie on two natural 9s is R2's, recorded as "t\u0131e" (a
+    dotless i upper-cases to I): the audit's OUTCOME check and explain's comparison say the same of
+    each spelling, in ASCII and outside it, side by side in one log."""
+    log = tmp_path / "outcomes.csv"
+    log.write_text("round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,"
+                   f"outcome\nR1,KS,9H,5D,QC,,,{outcome}\nR2,9S,9H,KD,QC,,,t\u0131e\n", encoding="utf-8")
+    run.audit(log, tmp_path / "out", QUICK)
+    flagged = _findings(tmp_path / "out").filter(pl.col("check") == "OUTCOME")["round_id"].to_list()
+    assert flagged == ([] if agrees else ["R1"])
+    for round_id, expected in (("R1", agrees), ("R2", True)):
+        [explained] = api.explain(log, round_id)
+        assert [c["agrees"] for c in explained["comparisons"] if c["field"] == "outcome"] == [expected]
 
 
 def test_checks_without_their_column_are_reported_as_skipped(tmp_path):

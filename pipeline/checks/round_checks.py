@@ -13,8 +13,8 @@ import polars as pl
 
 from ..rules import cards, tableau
 from ..inputs import ingest
-from ..inputs.ids import copies_detail, same_id
-from ..rules.lookup import lookup
+from ..inputs.ids import copies_detail, outside_ascii, same_id
+from ..rules.lookup import case_variants, lookup
 
 _CARD_NAMES = {code: cards.name(code) for code in {*cards.SPELLINGS.values(), *cards.POINTS.values()}}
 
@@ -24,8 +24,14 @@ def card_name(card: pl.Expr) -> pl.Expr:
 
 
 def recorded_outcome(raw: pl.Expr) -> pl.Expr:
-    """The recorded result as PLAYER, BANKER or TIE; null when it is none of the accepted spellings."""
-    return lookup(raw.str.to_uppercase(), ingest.outcome_spellings(), pl.String)
+    """The recorded result as PLAYER, BANKER or TIE; null when it is none of the accepted spellings,
+    in any case (as polars upper-cases it, so "t\u0131e" is TIE too). ASCII text is looked up among the
+    spellings in every mix of case; only text outside ASCII is upper-cased first, which polars skips
+    in a piece that has none: upper-casing every row cost more than the lookup."""
+    spellings = ingest.outcome_spellings()
+    any_case = {variant: outcome for spelling, outcome in spellings.items() for variant in case_variants(spelling)}
+    return (pl.when(outside_ascii(raw)).then(lookup(raw.str.to_uppercase(), spellings, pl.String))
+            .otherwise(lookup(raw, any_case, pl.String)))
 
 
 @dataclass(frozen=True)

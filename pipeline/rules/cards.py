@@ -16,11 +16,9 @@ rank was not recorded. Its value is right; its rank is not known, so nothing tha
 
 from __future__ import annotations
 
-import itertools
-
 import polars as pl
 
-from .lookup import lookup
+from .lookup import case_variants, lookup
 
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUITS = ("S", "H", "D", "C")
@@ -54,10 +52,6 @@ def name(card: int) -> str:
     return RANKS[rank_of(card) - 1] + (SUITS[suit - 1] if suit else "")
 
 
-def _case_variants(text: str) -> set[str]:
-    return {"".join(chars) for chars in itertools.product(*({c.upper(), c.lower()} for c in text))}
-
-
 def _spellings() -> dict[str, int]:
     table: dict[str, int] = {}
     for rank_text, rank in _RANK_SPELLINGS.items():
@@ -65,7 +59,7 @@ def _spellings() -> dict[str, int]:
         for suit_index, suit_text in enumerate(SUITS, start=1):
             for spelling in (rank_text + suit_text, suit_text + "_" + rank_text):
                 table[spelling] = code(rank, suit_index)
-    return {variant: card for text, card in table.items() for variant in _case_variants(text)}
+    return {variant: card for text, card in table.items() for variant in case_variants(text)}
 
 
 #: Every accepted spelling, in every case, mapped to its card code.

@@ -7,6 +7,8 @@ streams, and is as fast.
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 
 
@@ -21,3 +23,9 @@ def lookup(text: pl.Expr, table: dict[str, object], dtype: pl.DataType) -> pl.Ex
     keys = sorted(table)
     values = pl.Series([table[key] for key in keys], dtype=dtype)
     return pl.lit(values).gather(position(text, keys))
+
+
+def case_variants(text: str) -> set[str]:
+    """`text` in every mix of upper and lower case of its letters: the keys a table looked up without
+    folding case first has for it."""
+    return {"".join(chars) for chars in itertools.product(*({c.upper(), c.lower()} for c in text))}
