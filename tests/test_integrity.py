@@ -256,7 +256,7 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
                     "D,S1,3,2026-11-01T10:03:00Z,6S,9H,5D,QC,,\n")
     log = ingest.scan(path, "round_log")
     rounds = run.prepared(log.frame.with_row_index("log_row"), "standard").collect()
-    decks = pl.LazyFrame({"profile": ["standard"], "decks": [8]})
+    decks = {"standard": 8}
 
     def found(rows: pl.DataFrame) -> list[tuple]:
         return integrity.integrity_findings([rows.lazy()], decks, log.columns, datetime(2026, 11, 30, tzinfo=UTC),

@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from ..rules import cards, profiles
+from ..rules.lookup import lookup
 from ..inputs import ingest
 from ..engines import parts, stored
 from .round_checks import card_name
@@ -358,13 +359,12 @@ def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteU
     ]
 
 
-def decks_of(names: list[str]) -> pl.LazyFrame:
+def decks_of(names: list[str]) -> dict[str, int]:
     """Each profile's decks, as `integrity_findings` takes them."""
-    return pl.LazyFrame({"profile": names, "decks": [profiles.load(name).decks for name in names]},
-                        schema={"profile": pl.String, "decks": pl.Int64})
+    return {name: profiles.load(name).decks for name in names}
 
 
-def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns: frozenset[str],
+def integrity_findings(pieces: list[pl.LazyFrame], decks: dict[str, int], columns: frozenset[str],
                        run_started: datetime, collect: Collect, starts_cut: bool = False,
                        scratch: Path | None = None) -> pl.LazyFrame:
     """The findings of every integrity check that can run on a log with these columns, with `kind`,
@@ -378,7 +378,8 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: pl.LazyFrame, columns:
     numeric columns, regrouped by shoe through the empty folder `scratch` when given (see `parts.each`),
     and the few rounds they find are written up in one query per piece, so memory does not hold the log.
     """
-    pieces = [piece.join(decks, on="profile", how="left", maintain_order="left") for piece in pieces]
+    # Looked up, not joined: every query on a piece reads its decks, and a join cost more than the read.
+    pieces = [piece.with_columns(decks=lookup(pl.col("profile"), decks, pl.Int64)) for piece in pieces]
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)

@@ -43,7 +43,6 @@ from ..checks import contract, fairness, integrity, settlement
 from ..outputs import evidence
 from ..inputs import ingest, lines, mappings
 from .. import owned, tuning
-from ..rules import profiles
 from . import stored
 from ..checks.round_checks import DUPLICATE, PER_ROUND
 from ..errors import InputError, first_line
@@ -144,9 +143,7 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
         return
     table = pa.Table.from_batches(batches)
     rounds = _replayable(_prepared(table, profile))
-    by_profile = pl.LazyFrame({"profile": list(decks), "decks": list(decks.values())},
-                              schema={"profile": pl.String, "decks": pl.Int64})
-    yield from _to_batches(integrity.integrity_findings([rounds], by_profile, columns, started,
+    yield from _to_batches(integrity.integrity_findings([rounds], decks, columns, started,
                                                         lambda frame: frame.collect(), starts_cut).collect())
 
 
@@ -499,7 +496,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
     found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
     if options.across_rounds:
-        decks = {name: profiles.load(name).decks for name in names}
+        decks = integrity.decks_of(names)
         columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
         shoes = text.repartition(_partitions(spark, rows), "shoe_id")
         starts_cut = options.selection.since is not None
