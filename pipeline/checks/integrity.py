@@ -23,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from .. import tuning
 from ..rules import cards, profiles
 from ..rules.lookup import lookup
 from ..inputs import ingest
@@ -81,20 +82,33 @@ def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFra
 @dataclass(frozen=True)
 class _Shoes:
     """Every shoe_id in the log with an integer code (`shoe`), the same in every query, unlike
-    categorical codes; and `code`, the expression that gives a row its shoe's code."""
+    categorical codes; `code`, the expression that gives a row its shoe's code; and whether each
+    shoe's rounds are `contiguous`, one run of rows in the log, as a log dealt shoe after shoe has them."""
 
     ids: pl.DataFrame
     code: pl.Expr
+    contiguous: bool
 
 
 def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> _Shoes:
     """The log's shoes (`_Shoes`). A row's code is its shoe_id cast to an Enum of every shoe_id: a
     lookup per row, cheaper than a join on the text. The cast is built once: polars converts an Enum
     of many shoes again for each expression that names it, at a cost near the cast's own
-    (docs/performance.md)."""
-    found = _each(pieces, lambda piece: piece.select(pl.col("shoe_id").drop_nulls().unique()), collect)
-    ids = found.unique().with_row_index("shoe")
-    return _Shoes(ids, pl.col("shoe_id").cast(pl.Enum(ids["shoe_id"])).to_physical().cast(pl.UInt32))
+    (docs/performance.md). The shoes are contiguous when the runs of one shoe_id in the pieces, less
+    those that go on from one piece into the next, are as many as the shoes."""
+    shoe = pl.col("shoe_id")
+
+    def seen(piece: pl.LazyFrame) -> pl.LazyFrame:
+        named = piece.filter(shoe.is_not_null())
+        return named.select(shoe.unique().implode().alias("ids"), first=shoe.first(), last=shoe.last(),
+                            runs=(shoe != shoe.shift(1)).sum() + (pl.len() > 0).cast(pl.UInt32))
+
+    found = _each(pieces, seen, collect)
+    ids = found.select(pl.col("ids").explode().alias("shoe_id")).drop_nulls().unique().with_row_index("shoe")
+    ends = found.filter(pl.col("runs") > 0)
+    going_on = (ends["last"].head(-1) == ends["first"].tail(-1)).sum() if ends.height > 1 else 0
+    return _Shoes(ids, shoe.cast(pl.Enum(ids["shoe_id"])).to_physical().cast(pl.UInt32),
+                  contiguous=ends["runs"].sum() - going_on == ids.height)
 
 
 def _with_shoe(piece: pl.LazyFrame, shoes: _Shoes) -> pl.LazyFrame:
@@ -104,30 +118,58 @@ def _with_shoe(piece: pl.LazyFrame, shoes: _Shoes) -> pl.LazyFrame:
 
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
                  queries: list[Callable[[pl.LazyFrame], pl.LazyFrame]],
-                 scratch: Path | None) -> list[list[pl.LazyFrame]]:
+                 scratch: Path | None, shown: dict[str, pl.Expr]) -> list[list[pl.LazyFrame]]:
     """Each query on the rounds in shoe order (see `_ORDER`), as the few numeric columns the windows
-    over shoes need and no text.
+    over shoes need, and the cards `shown` (for CARD_COUNT, `shown_cards`), and no text.
 
-    The rounds are sorted one group of shoes at a time (shoe code modulo the number of pieces, see
-    `parts.each`): every shoe is whole in its group, the sort holds a fraction of the log, and every
-    query reads the same sort. Returns what each query found, a frame per group. With a `scratch`
-    folder, each is written there, not held: a log whose every round is found (a table that logs one
-    hand_no for all its hands) would hold it all, and a query given it all (one partitioned sink of the
-    30M found rounds of 30M) held it all too.
+    The rounds are taken one group of whole shoes at a time, and every query reads the same group in
+    shoe order. Contiguous shoes (`_Shoes.contiguous`) are grouped as the pieces hold them, the last
+    shoe of a piece carried into the next (`_carried`), and a group whose hands are in order already is
+    not sorted; other shoes are grouped by shoe code modulo the number of pieces (`parts.each`) and
+    sorted. Either way a group holds a fraction of the log. Returns what each query found, a frame per
+    group. With a `scratch` folder, each is written there, not held: a log whose every round is found
+    (a table that logs one hand_no for all its hands) would hold it all, and a query given it all (one
+    partitioned sink of the 30M found rounds of 30M) held it all too.
     """
     narrow = [_with_shoe(piece, shoes).select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
-        in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)))
+        in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)), **shown)
         for piece in pieces]
     found: list[list[pl.LazyFrame]] = [[] for _ in queries]
-    for group, rounds in enumerate(parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect,
-                                              scratch and scratch / "shoes")):
-        if not rounds["log_row"].is_sorted():  # pieces out of log order (a Spark task's rows)
+    # Pieces out of log order (a Spark task's rows, held without scratch) are grouped by code.
+    carried = shoes.contiguous and scratch is not None
+    groups = (_carried(narrow, collect) if carried else
+              parts.each(narrow, pl.col("shoe") % len(pieces), len(pieces), collect, scratch and scratch / "shoes"))
+    for group, rounds in enumerate(groups):
+        if not rounds["log_row"].is_sorted():
             rounds = rounds.sort("log_row")
-        in_order = _in_shoe_order(rounds)
+        in_order = rounds if carried and _in_hand_order(rounds) else _in_shoe_order(rounds)
         for i, query in enumerate(queries):
             found[i].append(_kept(query(in_order.lazy()).collect(), scratch and scratch / "found" / str(i), group))
     return found
+
+
+def _carried(narrow: list[pl.LazyFrame], collect: Collect) -> Iterator[pl.DataFrame]:
+    """The rows of contiguous shoes a piece at a time, each frame whole shoes: the last shoe of a piece,
+    which may go on in the next, is carried into it."""
+    carry = None
+    for piece in narrow:
+        rows = collect(piece) if carry is None else pl.concat([carry, collect(piece)], rechunk=False)
+        # The last shoe's rows are the last rows: cut, not copied. An empty piece is carried as it is,
+        # so that a log without a shoe still gives one (empty) frame.
+        whole = rows.height - (rows["shoe"] == rows["shoe"][-1]).sum() if rows.height else 0
+        carry = rows.slice(whole)
+        if whole:
+            yield rows.slice(0, whole)
+    if carry is not None:
+        yield carry
+
+
+def _in_hand_order(rounds: pl.DataFrame) -> bool:
+    """Whether rounds of contiguous shoes are in shoe order already: within each shoe, no hand before a
+    lower one, nor a number before a hand_no that is not one (which sorts first)."""
+    same, hand, before = _SAME_SHOE, pl.col("hand"), pl.col("hand").shift(1)
+    return not rounds.select((same & ((hand < before) | (hand.is_null() & before.is_not_null()))).any()).item()
 
 
 def _kept(found: pl.DataFrame, scratch: Path | None, group: int) -> pl.LazyFrame:
@@ -216,56 +258,54 @@ def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: 
                  for i, kind in enumerate(kinds)))
 
 
-def card_counts(pieces: list[pl.LazyFrame], shoes: _Shoes, listed: list[str], collect: Collect,
-                scratch: Path | None) -> list[_WriteUp]:
-    """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks.
+def shown_cards(listed: list[str]) -> dict[str, pl.Expr]:
+    """The cards of a round as CARD_COUNT reads them, a column each named by its place in the round:
+    the burned and cancelled cards first, when the log lists them (`listed`, as lists of card codes),
+    then the six in deal order (`cards_over`)."""
+    # Unreadable entries of a burn or cancelled list parse to null and are not counted.
+    extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
+    dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
+    return {str(i): column for i, column in enumerate([*extra, *dealt])}
 
-    Each piece gives one frame of the cards it shows, one row per card (burned and cancelled cards
-    first, when the log lists them, then the deal order): its round, its place in the round, and a key,
-    one integer per (shoe code, card). Cards are counted per key piece by piece and the counts added
-    up a group of keys at a time (`parts.each`: a shoe's 52 keys are many); only the cards of the keys
-    over their decks are then put in deal order, a group of keys at a time too, and only the rounds
-    found are joined back to their place in the log. Every query reads one piece or one group, so
-    memory stays bounded. Such keys are rare in a sound log, but a log exported twice has every card
-    of every shoe over, and put in deal order all at once its cards would be held whole.
-    """
-    def shown(frame: pl.LazyFrame, placed: bool) -> pl.LazyFrame:
-        """The cards, with their key and decks, and when `placed` their round and place in it (log_row,
-        hand, position): what putting them in deal order needs, and counting does not."""
-        # Unreadable entries of a burn or cancelled list parse to null and are not counted.
-        extra = [pl.col(c).fill_null("").str.split(" ").list.eval(cards.parse_expr(pl.element())) for c in listed]
-        dealt = [pl.col(ingest.code_column(c)) for c in DEAL_ORDER]
-        # Each card column is named by its place in the round, which unpivot turns into `position`.
-        at = {str(i): column for i, column in enumerate([*extra, *dealt])}
-        place = {"log_row": pl.col("log_row"), "hand": _hand()} if placed else {}
-        index = [*place, "decks", "shoe_key"]
-        in_shoes = _with_shoe(frame, shoes).select(
-            **place, decks=pl.col("decks").cast(pl.UInt8), shoe_key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY, **at)
-        listed_cards = [in_shoes.select(*index, position=pl.lit(str(i)), card=str(i)).explode("card")
-                        for i in range(len(listed))]
-        dealt_cards = in_shoes.select(*index, *list(at)[len(listed):]).unpivot(
+
+def cards_over(rounds: pl.LazyFrame, listed: int) -> pl.LazyFrame:
+    """On rounds in shoe order (see `_shoe_by_shoe`), with their cards (`shown_cards`, the first `listed`
+    of them lists): each card (rank and suit) seen more often in its shoe than its decks hold, at the
+    round where it first is (log_row, card, seen). The cards are counted by a key, one integer per
+    (shoe code, card), `Tuning.read_rows` rounds at a time, and the counts added up; only the rounds of
+    the shoes with a key over their decks are shown again card by card with their place, and put in
+    deal order. The cards of every round at once, and a frame of them with their place, each held
+    several times the rounds' memory."""
+    held = rounds.collect()
+    names = [name for name in held.columns if name.isdigit()]
+
+    def shown(frame: pl.DataFrame, place: list[str]) -> pl.LazyFrame:
+        index = [*place, "decks", "shoe"]
+        lists = [frame.lazy().select(*index, position=pl.lit(name), card=name).explode("card")
+                 for name in names[:listed]]
+        dealt = frame.lazy().select(*index, *names[listed:]).unpivot(
             index=index, variable_name="position", value_name="card")  # faster than a concat per column
-        return (pl.concat([*listed_cards, dealt_cards])
-                .filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0))
-                .select(*place, "decks", "card", *([pl.col("position").cast(pl.UInt8)] if placed else []),
-                        key=pl.col("shoe_key") + pl.col("card")))
+        return pl.concat([*lists, dealt]).filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0)).select(
+            *place, "decks", "card", *(["position"] if place else []),
+            key=pl.col("shoe").cast(pl.UInt64) * _SHOE_KEY + pl.col("card"))
 
-    by_key = partial(parts.each, part=pl.col("key") % len(pieces), parts=len(pieces), collect=collect)
-    counts = [shown(piece, placed=False).group_by("key").agg(pl.len().alias("count"), pl.col("decks").first())
-              for piece in pieces]
-    excess = pl.concat([
-        counted.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
-        .filter(pl.col("count") > pl.col("decks")).select("key")
-        for counted in by_key(counts, scratch=scratch and scratch / "counts")])["key"]
-    # Only the rounds of the shoes with such a card are shown again, card by card.
-    over = shoes.ids.filter(pl.col("shoe").is_in((excess // _SHOE_KEY).implode()))["shoe_id"].implode()
-    candidates = [shown(piece.filter(pl.col("shoe_id").is_in(over)), placed=True)
-                  .filter(pl.col("key").is_in(excess.implode())) for piece in pieces]
-    found = [_kept(cards_of.lazy()
-                   .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
-                   .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
-                   .select("log_row", "card", "seen").collect(), scratch and scratch / "found", group)
-             for group, cards_of in enumerate(by_key(candidates, scratch=scratch and scratch / "candidates"))]
+    step = tuning.current().read_rows
+    counted = pl.concat([shown(held.slice(start, step), []).group_by("key").agg(pl.len().alias("count"),
+                                                                                 pl.col("decks").first()).collect()
+                         for start in range(0, max(held.height, 1), step)])
+    over = (counted.group_by("key").agg(pl.col("count").sum(), pl.col("decks").first())
+            .filter(pl.col("count") > pl.col("decks"))["key"])
+    in_over = held.filter(pl.col("shoe").is_in((over // _SHOE_KEY).cast(pl.UInt32).implode()))
+    return (shown(in_over, ["log_row", "hand"]).filter(pl.col("key").is_in(over.implode()))
+            .with_columns(pl.col("position").cast(pl.UInt8))
+            .with_columns(seen=pl.col("card").cum_count().over("key", order_by=[*_ORDER, "position"]))
+            .filter(pl.col("seen") == pl.col("decks").cast(pl.UInt32) + 1)
+            .select("log_row", "card", "seen"))
+
+
+def card_counts(found: list[pl.LazyFrame]) -> list[_WriteUp]:
+    """CARD_COUNT findings: the round where a card's count in its shoe first passes the decks, as
+    `cards_over` found them."""
     name = card_name(pl.col("card"))
     return [_WriteUp(lambda rounds: _finding(
         rounds, "CARD_COUNT",
@@ -383,11 +423,13 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: dict[str, int], column
     states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
     listed = [c for c in EXTRA_CARDS if c in columns]
     shoes = _shoe_codes(pieces, collect)
-    in_shoe_order = [code for code in ("SHOE_SEQUENCE", "TIMESTAMP") if states[code] == "ran"]
-    queries = {"SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
-    found = dict(zip(in_shoe_order, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in in_shoe_order],
-                                                  scratch) if in_shoe_order else []))
-    write_ups = {"CARD_COUNT": lambda: card_counts(pieces, shoes, listed, collect, scratch and scratch / "cards"),
+    ran = [code for code in CODES if states[code] == "ran"]
+    queries = {"CARD_COUNT": partial(cards_over, listed=len(listed)),
+               "SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
+    shown = shown_cards(listed) if "CARD_COUNT" in ran else {}
+    found = dict(zip(ran, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in ran], scratch, shown)
+                     if ran else []))
+    write_ups = {"CARD_COUNT": lambda: card_counts(found["CARD_COUNT"]),
                  "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
                  "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
     kinds = [kind for code, make in write_ups.items() if states[code] == "ran" for kind in make()]
