@@ -34,7 +34,7 @@ sample: $(STAMP)
 	  --profile standard --profile super-6 --profile ez-baccarat --profile tie-9 --out data
 
 ## Benchmark the audit against a bare read, a DuckDB query and a row-by-row loop on generated 1M- and
-## 10M-round logs, and its peak memory on 30M (about 20 minutes on 2 cores; logs kept in bench/logs).
+## 10M-round logs, and its peak memory on 30M (10 to 15 minutes on 2 cores once the logs are made; they are kept in bench/logs).
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS),bench]"
 	$(BIN)/python bench/bench.py --rounds 1000000 10000000
