@@ -665,12 +665,13 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         `at` their place: source_file, source_row and the values of the Hive folders they are in."""
         if keep is not None:
             rows = rows.filter(keep)
-        text = file_format == "csv" and not events  # checked for bytes not UTF-8 (Parquet's are by its rules)
+        csv_text = file_format == "csv" and not events  # checked for bytes not UTF-8 (Parquet's are by its rules)
         rows = rows.select(at["source_file"].alias("source_file"), at["source_row"].alias("source_row"), malformed,
-                           *[REPLACED] * text, **(trimmed | {c: at[c] for c in partitions})).with_columns(**finished)
+                           *([REPLACED] if csv_text else []), **(trimmed | {c: at[c] for c in partitions})
+                           ).with_columns(**finished)
         if mapping is not None and mapping.round_id:
             rows = rows.with_columns(round_id=mappings.derived_round_id(mapping))
-        return flag_not_utf8(rows, present) if text else rows
+        return flag_not_utf8(rows, present) if csv_text else rows
 
     def here() -> dict[str, pl.Expr]:
         # A round made of events is where its first event is.
