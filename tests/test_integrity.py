@@ -340,11 +340,11 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
     """Drawn logs of a few shoes (hand numbers repeated, missing, out of order or not numbers; times
     going backwards, empty or unreadable; few distinct cards, so that some shoe shows one too often),
     audited in pieces of a few rows (shoes cut across pieces, cards counted a few rows at a time) or
-    whole: CARD_COUNT, SHOE_SEQUENCE and
-    TIMESTAMP find exactly what working each shoe out by hand finds. The rows come as drawn (shoes
-    mixed), shoe by shoe (each shoe one run of rows, its hands as drawn), or hand by hand (in shoe
-    order already): the audit takes contiguous shoes piece by piece, others by their code."""
-    def hand_order(row: tuple) -> tuple:
+    whole: CARD_COUNT, SHOE_SEQUENCE and TIMESTAMP find exactly what working each shoe out by hand
+    finds. The rows come as drawn (shoes mixed), shoe by shoe (each shoe one run of rows, its hands as
+    drawn), or hand by hand (in shoe order already): the audit takes contiguous shoes piece by piece,
+    others by their code."""
+    def hand_order(row: tuple) -> tuple:  # as the audit orders hands: a hand_no that is not a number first
         return (row[1].isdigit(), int(row[1]) if row[1].isdigit() else 0)
     if order != "as drawn":
         drawn = sorted(drawn, key=lambda row: (row[0], *(hand_order(row) if order == "hand by hand" else ())))
