@@ -25,8 +25,9 @@ import polars as pl
 
 from .. import tuning
 from ..rules import cards, profiles
-from ..rules.lookup import lookup
+from ..rules.lookup import lookup, position
 from ..inputs import ingest
+from ..inputs.timestamps import utc_column
 from ..engines import parts, stored
 from .round_checks import card_name
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
@@ -47,6 +48,7 @@ IN_ORDER = ("kind", "source_file", "source_row", "detail")
 _ORDER = ["hand", "log_row"]  # hand_no order within a shoe, the log's own order breaking ties
 _NO_ROW = 2**62  # past every log_row: where a piece with no row would begin
 _SHOE_KEY = 128  # CARD_COUNT's key of a card in a shoe: shoe code * 128 + card code (below 128)
+_DEALT = pl.col(utc_column("dealt_at"))  # dealt_at read as UTC, as the staged rounds hold it
 DEAL_ORDER = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
 
@@ -107,7 +109,7 @@ def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> _Shoes:
     ids = found.select(pl.col("ids").explode().alias("shoe_id")).drop_nulls().unique().with_row_index("shoe")
     ends = found.filter(pl.col("runs") > 0)
     going_on = (ends["last"].head(-1) == ends["first"].tail(-1)).sum() if ends.height > 1 else 0
-    return _Shoes(ids, shoe.cast(pl.Enum(ids["shoe_id"])).to_physical().cast(pl.UInt32),
+    return _Shoes(ids, position(shoe, ids["shoe_id"]).cast(pl.UInt32),
                   contiguous=ends["runs"].sum() - going_on == ids.height)
 
 
@@ -132,7 +134,7 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
     partitioned sink of the 30M found rounds of 30M) held it all too.
     """
     narrow = [_with_shoe(piece, shoes).select(
-        "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), "dealt_utc",
+        "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), _DEALT,
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)), **shown)
         for piece in pieces]
     found: list[list[pl.LazyFrame]] = [[] for _ in queries]
@@ -371,7 +373,7 @@ def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
 
 def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
     """On rounds in shoe order (see `_shoe_by_shoe`): the rounds dealt earlier than the hand before them."""
-    at = pl.col("dealt_utc")
+    at = _DEALT
     return (rounds.filter(at.is_not_null()).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
             .filter(at < pl.col("before")).select("log_row", "before"))
 
@@ -379,7 +381,7 @@ def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
 def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteUp]:
     """TIMESTAMP findings: unreadable, later than `run_started` (the audit's present), or going
     `backwards` within a shoe."""
-    at = pl.col("dealt_utc")
+    at = _DEALT
     started = pl.lit(run_started).dt.convert_time_zone("UTC")
     return [
         _WriteUp(lambda rounds: _finding(

@@ -192,7 +192,7 @@ STAGED = "rounds.staged"  # every row's STAGED_COLUMNS, in pieces, read by the c
 #: (`integrity`, duplicates) and the settlement read. The text of cards, totals and outcome is not: what
 #: quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the frame read.
 STAGED_COLUMNS = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
-                  "hand_no", "dealt_at", "dealt_utc", "profile", "burn_cards", "cancelled_cards",
+                  "hand_no", "dealt_at", utc_column("dealt_at"), "profile", "burn_cards", "cancelled_cards",
                   *map(ingest.code_column, ingest.CARD_COLUMNS), "player_drew", "banker_drew", "natural",
                   "player_final", "banker_final", "result")
 
@@ -440,7 +440,7 @@ def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
     last dealt_at of the rounds audited (the period the audit covers). They add up (`round_counts`)."""
     suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.Int64)
                                for c in ingest.CARD_COLUMNS)
-    dealt = pl.col("dealt_utc").filter(pl.col("reject").is_null())
+    dealt = pl.col(utc_column("dealt_at")).filter(pl.col("reject").is_null())
     return rounds.group_by("source_file").agg(rows=pl.len().cast(pl.Int64),
                                               rows_quarantined=pl.col("reject").is_not_null().sum().cast(pl.Int64),
                                               suited_cards=suited.sum(), first_dealt=dealt.min(), last_dealt=dealt.max())
