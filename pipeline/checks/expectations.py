@@ -116,12 +116,16 @@ def evaluate(subjects: list[Subject], window: Window = Window(),
 @dataclass(frozen=True)
 class Singles:
     """A suite's runnable expectations about single values, as flags over the contract's view of a
-    log: `count` gives one piece's counts and first unexpected values, `added_up` the whole log's."""
+    log: `count` gives one piece's counts and first unexpected values, `added_up` the whole log's.
+    The queries `count` runs are built once here: a log is counted in many pieces."""
 
     contract_name: str
     present: frozenset[str]
     flags: dict[int, pl.Expr]
     columns: dict[int, str]
+    by_row: dict[int, str]  # the flags judged row by row (ids, times): the rest are of SET_KINDS columns
+    of_sets: dict[str, list[int]]  # each column of SET_KINDS and the flags judged on its distinct values
+    as_set_values: dict[str, pl.Expr]  # each of those columns as the view has it (`set_value`)
 
     @classmethod
     def of(cls, contract_name: str, present: frozenset[str], window: Window) -> Singles:
@@ -139,32 +143,38 @@ class Singles:
             else:
                 continue
             columns[index] = column_of(expectation)
-        return cls(contract_name, present, flags, columns)
+        kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
+        of_sets: dict[str, list[int]] = {}
+        for i, c in sorted(columns.items(), key=lambda item: item[1]):
+            if kinds[c] in SET_KINDS:
+                of_sets.setdefault(c, []).append(i)
+        return cls(contract_name, present, flags, columns,
+                   {i: c for i, c in columns.items() if kinds[c] not in SET_KINDS}, of_sets,
+                   {c: set_value(pl.col(c)) for c in of_sets})
 
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
         it), each flag's count and its first unexpected values. A column of a small set of values
         (cards, totals, outcomes) is judged on its distinct values with their counts (in a log of
-        millions of rounds they are a few hundred); its rows are read for examples only when one is
-        unexpected."""
-        kinds = {c: spec["kind"] for c, spec in ingest.contract(self.contract_name)["meta"]["columns"].items()}
+        millions of rounds they are a few hundred), every flag of it in one query; its rows are read
+        for examples only when one is unexpected."""
         counted: dict[str, object] = {"rows": rows.height}
-        by_row = {i: c for i, c in self.columns.items() if kinds[c] not in SET_KINDS}
-        if by_row:
-            shaped = view(rows.lazy(), frozenset(by_row.values()), self.contract_name, whole_ids=True)
-            counted |= shaped.select(
-                *(self.flags[i].sum().alias(f"count {i}") for i in by_row),
+        queries = [rows.lazy().select(pl.col(c).value_counts(name="rows")).unnest(c)
+                   .with_columns(self.as_set_values[c])
+                   .select(pl.col("rows").filter(self.flags[i]).sum().alias(f"count {i}") for i in flagged)
+                   for c, flagged in self.of_sets.items()]
+        if self.by_row:
+            shaped = view(rows.lazy(), frozenset(self.by_row.values()), self.contract_name, whole_ids=True)
+            queries.append(shaped.select(
+                *(self.flags[i].sum().alias(f"count {i}") for i in self.by_row),
                 *(pl.col(c).filter(self.flags[i]).head(EXAMPLES).cast(pl.String).implode().alias(f"first {i}")
-                  for i, c in by_row.items())).collect().row(0, named=True)
-        of_sets = sorted({c for c in self.columns.values() if kinds[c] in SET_KINDS})
-        distinct = pl.collect_all([rows.lazy().select(pl.col(c).value_counts(name="rows")).unnest(c)
-                                   .with_columns(set_value(pl.col(c))) for c in of_sets])
-        for column, values in zip(of_sets, distinct):
-            for i in (i for i, c in self.columns.items() if c == column):
-                found = values.filter(self.flags[i])
-                counted[f"count {i}"] = found["rows"].sum()
-                counted[f"first {i}"] = [] if found.is_empty() else rows.lazy().select(
-                    set_value(pl.col(column))).filter(self.flags[i]).head(EXAMPLES).collect()[column].cast(
+                  for i, c in self.by_row.items())))
+        for found in pl.collect_all(queries):
+            counted |= found.row(0, named=True)
+        for column, flagged in self.of_sets.items():
+            for i in flagged:
+                counted[f"first {i}"] = [] if not counted[f"count {i}"] else rows.lazy().select(
+                    self.as_set_values[column]).filter(self.flags[i]).head(EXAMPLES).collect()[column].cast(
                     pl.String).to_list()
         return counted
 
