@@ -83,39 +83,45 @@ def _each(pieces: list[pl.LazyFrame], query: Callable[[pl.LazyFrame], pl.LazyFra
 
 @dataclass(frozen=True)
 class _Shoes:
-    """Every shoe_id in the log with an integer code (`shoe`), the same in every query, unlike
-    categorical codes; `code`, the expression that gives a row its shoe's code; and whether each
-    shoe's rounds are `contiguous`, one run of rows in the log, as a log dealt shoe after shoe has them."""
+    """How each row of the log gets an integer code for its shoe (`code`, given the piece's place
+    in the log), the same in every query, unlike categorical codes; and whether each shoe's rounds
+    are `contiguous`, one run of rows in the log, as a log dealt shoe after shoe has them."""
 
-    ids: pl.DataFrame
-    code: pl.Expr
+    code: Callable[[int], pl.Expr]
     contiguous: bool
 
 
 def _shoe_codes(pieces: list[pl.LazyFrame], collect: Collect) -> _Shoes:
-    """The log's shoes (`_Shoes`). A row's code is its shoe_id cast to an Enum of every shoe_id: a
-    lookup per row, cheaper than a join on the text. The cast is built once: polars converts an Enum
-    of many shoes again for each expression that names it, at a cost near the cast's own
-    (docs/performance.md). The shoes are contiguous when the runs of one shoe_id in the pieces, less
-    those that go on from one piece into the next, are as many as the shoes."""
+    """The log's shoes (`_Shoes`), from the rows where the shoe_id changes (`heads`), a few per shoe.
+
+    The shoes are contiguous when those heads, less the first of a piece that goes on with the shoe the
+    pieces before it ended with, are all different. A shoe's code is then its place among the runs:
+    the runs before its piece, and the heads before its row in the piece (a comparison with the row
+    before, no lookup). Otherwise a row's code is its shoe_id cast to an Enum of every shoe_id, built
+    once: polars converts an Enum of many shoes again for each expression that names it, at a cost
+    near the cast's own (docs/performance.md)."""
     shoe = pl.col("shoe_id")
+    head = (shoe != shoe.shift(1)).fill_null(True)
 
     def seen(piece: pl.LazyFrame) -> pl.LazyFrame:
-        named = piece.filter(shoe.is_not_null())
-        return named.select(shoe.unique().implode().alias("ids"), first=shoe.first(), last=shoe.last(),
-                            runs=(shoe != shoe.shift(1)).sum() + (pl.len() > 0).cast(pl.UInt32))
+        return piece.filter(shoe.is_not_null()).select(heads=shoe.filter(head).implode(), last=shoe.last())
 
     found = _each(pieces, seen, collect)
-    ids = found.select(pl.col("ids").explode().alias("shoe_id")).drop_nulls().unique().with_row_index("shoe")
-    ends = found.filter(pl.col("runs") > 0)
-    going_on = (ends["last"].head(-1) == ends["first"].tail(-1)).sum() if ends.height > 1 else 0
-    return _Shoes(ids, position(shoe, ids["shoe_id"]).cast(pl.UInt32),
-                  contiguous=ends["runs"].sum() - going_on == ids.height)
+    ended = found["last"].forward_fill().shift(1)  # the shoe the pieces before each one ended with
+    goes_on = (found["heads"].list.first() == ended).fill_null(False)
+    new = found["heads"].list.len() - goes_on.cast(pl.UInt32)
+    before = new.cum_sum() - new  # the runs that begin in the pieces before each one
+    heads = found.select(pl.col("heads").explode()).to_series().drop_nulls()
+    if heads.len() - goes_on.sum() == heads.n_unique():
+        starts = [int(first) - int(on) for first, on in zip(before, goes_on)]
+        return _Shoes(lambda i: (starts[i] - 1 + head.cum_sum()).cast(pl.UInt32), contiguous=True)
+    code = position(shoe, heads.unique()).cast(pl.UInt32)
+    return _Shoes(lambda i: code, contiguous=False)
 
 
-def _with_shoe(piece: pl.LazyFrame, shoes: _Shoes) -> pl.LazyFrame:
-    """The rows of `piece` that name a shoe, with its code (`shoe`)."""
-    return piece.filter(pl.col("shoe_id").is_not_null()).with_columns(shoe=shoes.code)
+def _with_shoe(piece: pl.LazyFrame, shoes: _Shoes, i: int) -> pl.LazyFrame:
+    """The rows of `piece`, the `i`th of the log, that name a shoe, with its code (`shoe`)."""
+    return piece.filter(pl.col("shoe_id").is_not_null()).with_columns(shoe=shoes.code(i))
 
 
 def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
@@ -133,10 +139,10 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
     (a table that logs one hand_no for all its hands) would hold it all, and a query given it all (one
     partitioned sink of the 30M found rounds of 30M) held it all too.
     """
-    narrow = [_with_shoe(piece, shoes).select(
+    narrow = [_with_shoe(piece, shoes, i).select(
         "log_row", "shoe", _hand(), pl.col("decks").cast(pl.UInt8), _DEALT,
         in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)), **shown)
-        for piece in pieces]
+        for i, piece in enumerate(pieces)]
     found: list[list[pl.LazyFrame]] = [[] for _ in queries]
     # Pieces out of log order (a Spark task's rows, held without scratch) are grouped by code.
     carried = shoes.contiguous and scratch is not None
