@@ -851,3 +851,19 @@ def test_gzip_and_zstd_compressed_logs_are_read_as_their_text(tmp_path):
             str(tmp_path / "logs" / name), "csv", hashlib.sha256(data).hexdigest())
     whole = run.audit(tmp_path / "logs", tmp_path / "whole", run.Options(validate=False))
     assert whole.summary["rows_read"] == 3 * plain.summary["rows_read"] and not whole.summary["inputs_not_read"]
+
+
+def test_a_csv_log_longer_than_the_chunks_its_lines_are_found_in_reads_the_same_in_pieces(faulted_log, tmp_path):
+    """A CSV log's pieces begin where its lines do, found by reading the file a chunk of some MiB at a
+    time (`ingest.LineStarts`): pieces that begin deep in later chunks, at lines of every length, give
+    the rows the log gives read whole."""
+    rows = pl.read_csv(faulted_log["csv"], infer_schema=False)
+    copies = pl.concat([rows.with_columns(round_id=pl.col("round_id") + f"-{i}",
+                                          shoe_id=pl.col("shoe_id") + "x" * (i % 7)) for i in range(18)])
+    path = tmp_path / "long.csv"
+    copies.write_csv(path)
+    assert path.stat().st_size > 2 * ingest.LineStarts.CHUNK
+    log = ingest.scan(path, "round_log")
+    whole = log.frame.collect()
+    assert whole.height == copies.height
+    assert pl.concat([piece.collect() for piece in log.pieces(9_973)]).equals(whole)
