@@ -240,8 +240,10 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
     fairness cells and contract counts taken, and the columns of its rows that the checks across rounds
     and the bets read staged (`STAGED_COLUMNS`). `log_row` numbers the rows of the log as read.
 
-    A piece's frame is taken apart (`_take_apart`) on a thread of its own while the next piece is
-    read: the two overlap, and no more than two pieces are held at once."""
+    This thread only reads each piece as text; a second one parses, replays and takes it apart
+    (`_take_apart`) while the next piece is read: the two overlap, and no more than two pieces are
+    held at once. A CSV piece's text is most of its work, and was the pace of the read when this
+    thread parsed and replayed it too (docs/performance.md)."""
     for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
@@ -256,12 +258,12 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         for i in range(count):
             piece = pieces.popleft()
             options.on_phase("reading and checking each round", i, count)
-            frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
-                                                       options.profile, log.notation)])[0]
-            rows += frame.height
+            text = ingest.collect(log.path, [piece.with_row_index("log_row", offset=rows)])[0]
+            rows += text.height
             if taken is not None:
                 taken.result()  # a failure there is raised here
-            taken = behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)
+            taken = behind.submit(copy_context().run, _take_apart, text, f"{i:06d}", log, staging, singles, read,
+                                  options.profile)
         if taken is not None:
             taken.result()
     require_rows(log, rows)
@@ -277,10 +279,12 @@ def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
     return list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
 
 
-def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
-                read: _Read) -> None:
-    """One piece's parsed and replayed rows (see `_read_once`) staged as `name`, its quarantine and
-    per-round findings written, its counts, fairness cells and contract counts added to `read`."""
+def _take_apart(text: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
+                read: _Read, profile: str) -> None:
+    """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) parsed and replayed (see
+    `_read_once`; `profile` where a row names none), staged as `name`, its quarantine and per-round
+    findings written, its counts, fairness cells and contract counts added to `read`."""
+    frame = ingest.collect(log.path, [prepared(text.lazy(), profile, log.notation)])[0]
     ingest.write_parquet(frame.select(STAGED_COLUMNS), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
