@@ -500,7 +500,7 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
     collect, count = partial(run.frame, label=label), len(pieces)
     keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
                       run.staging / f"{name}.keys")
-    repeated = pl.concat([collect(repeated_keys(of_part.lazy(), key)) for of_part in keys])[key].implode()
+    repeated = pl.concat([repeated_keys(of_part[key]) for of_part in keys]).implode()
     for i, piece in enumerate(pieces):
         collect(parts.write(piece.filter(pl.col(key).is_in(repeated)), pl.col(key) % count, count,
                             run.staging / name, f"{i:06d}"))
