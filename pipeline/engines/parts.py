@@ -33,13 +33,14 @@ def part_of(key: pl.Expr, parts: int) -> pl.Expr:
 def _sink(frame: pl.LazyFrame, key: str, folder: Path, name: str, **options) -> pl.LazyFrame | None:
     """`frame` written into `folder` a file per value of its column `key` (KEY/NAME-N.parquet), as it
     streams: sorted by part into one file, with small row groups for a part's scan to skip the others
-    by, the sort held the piece and took longer. The files are read back here and never published:
-    lz4 writes faster than zstd."""
+    by, the sort held the piece and took longer. The files are read back here and never published,
+    each part whole: lz4 writes faster than zstd, and no statistics are kept, which only a search
+    would use."""
     def file_of(written: pl.io.partition.FileProviderArgs) -> str:
         return f"{written.partition_keys[key][0]}/{name}-{written.index_in_partition}.parquet"
 
     return frame.sink_parquet(pl.PartitionBy(folder, key=key, include_key=False, file_path_provider=file_of),
-                              compression="lz4", mkdir=True, **options)
+                              compression="lz4", statistics=False, mkdir=True, **options)
 
 
 def write(frame: pl.LazyFrame, part: pl.Expr, parts: int, folder: Path, name: str) -> pl.LazyFrame:
