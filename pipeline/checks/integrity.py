@@ -309,16 +309,17 @@ def _keys_over(held: pl.DataFrame, names: list[str], listed: int, decks: int | N
     """The keys (shoe code * _SHOE_KEY + card) of the cards `held` (rounds in shoe order, with the
     cards `names`, the first `listed` of them lists) seen more than `decks` times in their shoe.
 
-    Counted by sorting one 32-bit number per card, the shoe's run among these rounds and the card
-    (numpy): a hash group-by of the 64-bit keys took several times as long."""
+    Counted by sorting one number per card, the shoe's run among these rounds and the card (numpy),
+    32-bit where the runs allow: a hash group-by of the 64-bit keys took several times as long."""
+    width = pl.UInt32 if held.height * _SHOE_KEY < 2**32 else pl.UInt64
     runs = (pl.col("shoe") != pl.col("shoe").shift(1)).fill_null(True)
-    numbered = held.lazy().select(names, run=(runs.cum_sum() - 1).cast(pl.UInt32))
+    numbered = held.lazy().select(names, run=(runs.cum_sum() - 1).cast(width))
     of_rounds = [numbered.select("run", card=name).explode("card") for name in names[:listed]]
     of_rounds += [numbered.select("run", card=name) for name in names[listed:]]
     keys = pl.concat(of_rounds).filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0)).select(
-        pl.col("run") * _SHOE_KEY + pl.col("card").cast(pl.UInt32)).collect().to_series().to_numpy()
+        pl.col("run") * _SHOE_KEY + pl.col("card").cast(width)).collect().to_series().to_numpy()
     values, counts = np.unique(keys, return_counts=True)
-    over = pl.Series(values[counts > decks] if decks is not None else values[:0], dtype=pl.UInt32)
+    over = pl.Series(values[counts > decks] if decks is not None else values[:0], dtype=width)
     shoes = held.filter(runs)["shoe"].cast(pl.UInt64)  # each run's shoe code
     return shoes.gather(over // _SHOE_KEY) * _SHOE_KEY + (over % _SHOE_KEY).cast(pl.UInt64)
 
