@@ -250,12 +250,17 @@ def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def outputs(settled: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
+def outputs(settled: pl.DataFrame) -> dict[str, pl.LazyFrame]:
     """What an audit keeps of some settled bets: per file counts (`bet_counts`), SETTLEMENT findings and
     the bets that could not be settled, each in no particular order. Both engines take them from one
-    part (or batch) of the bets at a time, so the settled bets are never written out whole."""
-    return {"counts": bet_counts(settled), "findings": bet_findings(settled).cast(FINDINGS_SCHEMA),
-            "quarantine": bet_quarantine(settled)}
+    part (or batch) of the bets at a time, so the settled bets are never written out whole.
+
+    The few bets flagged or quarantined are rechunked before their texts are written: `pl.format`
+    panicked on a join's output whose columns were chunked differently (pola-rs/polars#25339)."""
+    kept = settled.filter(pl.col("reject").is_not_null() | (pl.col("expected_e12") != pl.col("paid_e12")))
+    kept = kept.rechunk().lazy()
+    return {"counts": bet_counts(settled.lazy()), "findings": bet_findings(kept).cast(FINDINGS_SCHEMA),
+            "quarantine": bet_quarantine(kept)}
 
 
 def bet_totals(counts: pl.DataFrame) -> dict[str, pl.DataFrame]:

@@ -344,8 +344,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
         of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
         settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"],
                                               of_part["quarantined.parts"], names, ranked), bet_log.path)
-        # Rechunked: pl.format panicked on the columns of a join's output (pola-rs/polars#25339).
-        outputs = settlement.outputs(settled.rechunk().lazy())
+        outputs = settlement.outputs(settled)
         found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
         counts.append(found["counts"])
         ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{k:06d}.parquet")

@@ -181,7 +181,7 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
                .applyInArrow(lambda bet_rows, round_rows: _settle_part(
                    bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
                    _ddl(dict(schema))))
-    outputs = _outputs(settled, settlement.outputs, pl.LazyFrame(schema=schema))
+    outputs = _outputs(settled, lambda rows: settlement.outputs(rows.collect()), pl.LazyFrame(schema=schema))
     # DUPLICATE_BET: a Spark group-by finds the bet_ids on several rows; only their rows come back.
     keyed = placed.where(F.col("bet_id").isNotNull()).withColumn("_same", _same_id("bet_id"))
     repeated = keyed.groupBy("_same").count().filter(F.col("count") > 1).select("_same")
