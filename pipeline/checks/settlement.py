@@ -196,9 +196,13 @@ def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.L
     ).select(SETTLED)
 
 
+#: A settled bet paid other than its profile says: a SETTLEMENT finding.
+PAID_WRONG = pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("paid_e12"))
+
+
 def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
     """SETTLEMENT findings: settled bets paid other than their profile says."""
-    wrong = settled.filter(pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("paid_e12")))
+    wrong = settled.filter(PAID_WRONG)
     return wrong.select(
         "source_file", "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
         check=pl.lit("SETTLEMENT"),
@@ -239,8 +243,7 @@ def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
     """Per file and currency: bets read, quarantined and wrongly paid, and the money over- and underpaid
     (summed within a currency only: euros and pounds do not add up). They add up over pieces (see
     `bet_totals`). A currency is its code in capitals; null when the log does not record it."""
-    rejected = pl.col("reject").is_not_null()
-    wrong = ~rejected & (pl.col("expected_e12") != pl.col("paid_e12"))
+    rejected, wrong = pl.col("reject").is_not_null(), PAID_WRONG
     return settled.group_by("source_file", pl.col("currency").str.to_uppercase()).agg(
         bets_read=pl.len().cast(pl.Int64),
         bets_quarantined=rejected.sum().cast(pl.Int64),
@@ -257,7 +260,7 @@ def outputs(settled: pl.DataFrame) -> dict[str, pl.LazyFrame]:
 
     The few bets flagged or quarantined are rechunked before their texts are written: `pl.format`
     panicked on a join's output whose columns were chunked differently (pola-rs/polars#25339)."""
-    kept = settled.filter(pl.col("reject").is_not_null() | (pl.col("expected_e12") != pl.col("paid_e12")))
+    kept = settled.filter(pl.col("reject").is_not_null() | PAID_WRONG)
     kept = kept.rechunk().lazy()
     return {"counts": bet_counts(settled.lazy()), "findings": bet_findings(kept).cast(FINDINGS_SCHEMA),
             "quarantine": bet_quarantine(kept)}
