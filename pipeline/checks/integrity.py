@@ -9,7 +9,8 @@
   in the same shoe (which is also how a hand_no out of order against dealt_at shows).
 
 Each check needs certain columns (and CARD_COUNT needs suits); `requirements` says which ran.
-Rounds are taken in hand_no order within a shoe, the file order breaking ties.
+Rounds are taken in hand_no order within a shoe, the file order breaking ties. A log dealt shoe after
+shoe is checked as it is read (`InLogOrder`); any other, keyed by shoe (`integrity_findings`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..rules.lookup import lookup, position
 from ..inputs import ingest
 from ..inputs.timestamps import utc_column
 from ..engines import parts, stored
+from ..errors import InputError
 from .round_checks import card_name
 from .findings import FINDINGS_SCHEMA, PLACE_COLUMNS
 
@@ -309,8 +311,9 @@ def _keys_over(held: pl.DataFrame, names: list[str], listed: int, decks: int | N
     """The keys (shoe code * _SHOE_KEY + card) of the cards `held` (rounds in shoe order, with the
     cards `names`, the first `listed` of them lists) seen more than `decks` times in their shoe.
 
-    Counted by sorting one number per card, the shoe's run among these rounds and the card (numpy),
-    32-bit where the runs allow: a hash group-by of the 64-bit keys took several times as long."""
+    Counted by one number per card, the shoe's run among these rounds and the card (numpy), 32-bit
+    where the runs allow: by bins where they are few beside the cards (shoes of many rounds), else
+    by sorting; a hash group-by of the 64-bit keys took several times as long."""
     width = pl.UInt32 if held.height * _SHOE_KEY < 2**32 else pl.UInt64
     runs = (pl.col("shoe") != pl.col("shoe").shift(1)).fill_null(True)
     numbered = held.lazy().select(names, run=(runs.cum_sum() - 1).cast(width))
@@ -318,8 +321,13 @@ def _keys_over(held: pl.DataFrame, names: list[str], listed: int, decks: int | N
     of_rounds += [numbered.select("run", card=name) for name in names[listed:]]
     keys = pl.concat(of_rounds).filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0)).select(
         pl.col("run") * _SHOE_KEY + pl.col("card").cast(width)).collect().to_series().to_numpy()
-    values, counts = np.unique(keys, return_counts=True)
-    over = pl.Series(values[counts > decks] if decks is not None else values[:0], dtype=width)
+    if decks is None or not keys.size:
+        over = pl.Series(keys[:0], dtype=width)
+    elif held.select(runs.sum()).item() * _SHOE_KEY <= 2 * keys.size:
+        over = pl.Series(np.flatnonzero(np.bincount(keys) > decks), dtype=width)
+    else:
+        values, counts = np.unique(keys, return_counts=True)
+        over = pl.Series(values[counts > decks], dtype=width)
     shoes = held.filter(runs)["shoe"].cast(pl.UInt64)  # each run's shoe code
     return shoes.gather(over // _SHOE_KEY) * _SHOE_KEY + (over % _SHOE_KEY).cast(pl.UInt64)
 
@@ -450,10 +458,116 @@ def integrity_findings(pieces: list[pl.LazyFrame], decks: dict[str, int], column
     shown = shown_cards(listed) if "CARD_COUNT" in ran else {}
     found = dict(zip(ran, _shoe_by_shoe(pieces, shoes, collect, [queries[c] for c in ran], scratch, shown)
                      if ran else []))
+    kinds = _kinds(found, run_started)
+    if not kinds:
+        return _NO_FINDINGS
+    return _write_up(pieces, kinds, collect, scratch and scratch / "write-up")
+
+
+_NO_FINDINGS = pl.LazyFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
+
+
+def _kinds(found: dict[str, list[pl.LazyFrame]], run_started: datetime) -> list[_WriteUp]:
+    """Every kind of finding of the checks that ran (the keys of `found`, what each one's query found),
+    in the order of CODES: a finding's `kind` is its place in this list."""
     write_ups = {"CARD_COUNT": lambda: card_counts(found["CARD_COUNT"]),
                  "SHOE_SEQUENCE": lambda: shoe_sequence(found["SHOE_SEQUENCE"]),
                  "TIMESTAMP": lambda: timestamps(found["TIMESTAMP"], run_started)}
-    kinds = [kind for code, make in write_ups.items() if states[code] == "ran" for kind in make()]
-    if not kinds:
-        return pl.LazyFrame(schema={**FINDINGS_SCHEMA, "kind": pl.UInt8})
-    return _write_up(pieces, kinds, collect, scratch and scratch / "write-up")
+    return [kind for code, make in write_ups.items() if code in found for kind in make()]
+
+
+class InLogOrder:
+    """The integrity checks run as the log is read, a piece at a time in log order, for a log dealt
+    shoe after shoe (each shoe one run of rows): the checks on one round (`_WriteUp.where`) on each
+    piece, the checks over shoes on the whole shoes each piece completes, the last shoe of a piece
+    carried into the next. No row is read twice. The first shoe whose rows come again after another
+    shoe's stops it (`in_order` turns False): such a log is checked keyed by shoe (`integrity_findings`).
+
+    `add` each piece's replayed rows (with the staged columns, `engines.run.STAGED_COLUMNS`), `finish`,
+    then `findings` as `integrity_findings` returns them. `decks_for` gives the decks of the profiles
+    rows name (an InputError for a profile the run will refuse, which stops this too); findings are
+    written to the new folder `scratch` as they are found."""
+
+    def __init__(self, columns: frozenset[str], run_started: datetime, decks_for: Callable[[list[str]], dict[str, int]],
+                 scratch: Path, starts_cut: bool = False):
+        states = requirements(columns, suited_cards=1)  # without suits CARD_COUNT simply finds nothing
+        self.ran = [code for code in CODES if states[code] == "ran"]
+        listed = [c for c in EXTRA_CARDS if c in columns]
+        self.queries = {"CARD_COUNT": partial(cards_over, listed=len(listed)),
+                        "SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
+        self.shown = shown_cards(listed) if "CARD_COUNT" in self.ran else {}
+        self.run_started, self.decks_for, self.scratch = run_started, decks_for, scratch
+        self.decks: dict[str, int] = {}
+        self.carry: pl.DataFrame | None = None
+        self.finished: set[int] = set()  # the hashes of the shoe_ids whose run of rows has ended
+        self.in_order = True
+        self.written = 0
+        scratch.mkdir(parents=True)
+        # Each kind's place (`kind`) and, for the kinds a condition on one round picks, the condition.
+        self.kinds = list(enumerate(_kinds({code: [pl.LazyFrame()] for code in self.ran}, run_started)))
+
+    def add(self, rows: pl.DataFrame) -> None:
+        """The replayed rows of the next piece of the log."""
+        if not self.in_order:
+            return
+        named = set(rows["profile"].unique()) - set(self.decks)
+        if named:
+            try:
+                self.decks |= self.decks_for(sorted(named))
+            except InputError:  # the run stops on it once the log is read
+                self.in_order = False
+                return
+        rows = rows.with_columns(decks=lookup(pl.col("profile"), self.decks, pl.Int64))
+        found = [kind.describe(rows.lazy().filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
+                 for i, kind in self.kinds if kind.where is not None]
+        with_shoe = rows.filter(pl.col("shoe_id").is_not_null())
+        held = with_shoe if self.carry is None else pl.concat([self.carry, with_shoe], rechunk=False)
+        if held.height:
+            heads = np.flatnonzero(held.select((pl.col("shoe_id") != pl.col("shoe_id").shift(1)).fill_null(True))
+                                   .to_series().to_numpy())
+            self.carry = held.slice(int(heads[-1]))
+            if heads[-1]:
+                found += self._shoes(held.slice(0, int(heads[-1])), held["shoe_id"].gather(heads[:-1]))
+        self._write(found)
+
+    def finish(self) -> None:
+        """The last shoe, carried from the last piece."""
+        if self.in_order and self.carry is not None:
+            self._write(self._shoes(self.carry, self.carry["shoe_id"].head(1)))
+        self.carry = None
+
+    def findings(self) -> pl.LazyFrame:
+        """Every finding, with `kind`, in no order (see `integrity_findings`)."""
+        return stored.scan(self.scratch) if self.written else _NO_FINDINGS
+
+    def _shoes(self, rounds: pl.DataFrame, shoe_ids: pl.Series) -> list[pl.LazyFrame]:
+        """The findings of the checks over shoes on `rounds`, whole shoes in log order, each one run of
+        rows, the first rows of each named by `shoe_ids`: none, and `in_order` False, if a shoe was
+        seen before."""
+        seen = set(shoe_ids.hash().to_list())
+        if len(seen) < shoe_ids.len() or not seen.isdisjoint(self.finished):
+            self.in_order = False
+            return []
+        self.finished |= seen
+        if not self.ran:
+            return []
+        head = (pl.col("shoe_id") != pl.col("shoe_id").shift(1)).fill_null(True)
+        narrow = rounds.select(
+            "log_row", _hand(), pl.col("decks").cast(pl.UInt8), _DEALT,
+            shoe=(head.cum_sum() - 1).cast(pl.UInt32),
+            in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)), **self.shown)
+        in_order = (narrow if _in_hand_order(narrow) else _in_shoe_order(narrow)).lazy()
+        found = pl.collect_all([self.queries[code](in_order) for code in self.ran])
+        kinds = _kinds({code: [rows.lazy()] for code, rows in zip(self.ran, found)}, self.run_started)
+        # The few rounds found picked out first: a join alone hashed every round.
+        picked = rounds.lazy().filter(pl.col("log_row").is_in(pl.concat([rows["log_row"] for rows in found]).implode()))
+        return [kind.describe(picked.join(kind.found[0], on="log_row")).with_columns(kind=pl.lit(i, pl.UInt8))
+                for i, kind in enumerate(kinds) if kind.found is not None]
+
+    def _write(self, found: list[pl.LazyFrame]) -> None:
+        if not found:
+            return
+        rows = pl.concat(found).collect()
+        if rows.height:
+            rows.write_parquet(self.scratch / f"{self.written:06d}.parquet")
+            self.written += 1

@@ -1,9 +1,10 @@
 """The audit run: ingest -> replay -> checks -> findings (and settlement, integrity, fairness).
 
 The log is read once, a piece at a time (`_read_once`): each piece is parsed and replayed in memory,
-and from that one frame come its quarantine, its per-round findings, its counts, its fairness cells and
-its contract counts; the few columns of its rows that the checks across rounds (duplicates, shoes) and
-the bets read are staged, each check its own streaming query over the staging folder (see `_Queries`).
+and from that one frame come its quarantine, its per-round findings, its counts, its fairness cells,
+its contract counts and, for a log dealt shoe after shoe, its integrity findings (`integrity.InLogOrder`);
+the few columns of its rows that the checks across rounds (duplicates, shoes out of log order) and the
+bets read are staged, each check its own streaming query over the staging folder (see `_Queries`).
 The evidence reads the rows it explains again from the log.
 Files are written to a staging folder inside the output directory and moved into place only when the
 run is complete, so a run that dies never leaves a findings file that looks complete, a failed run
@@ -189,8 +190,9 @@ class Result:
 
 STAGED = "rounds.staged"  # every row's STAGED_COLUMNS, in pieces, read by the checks across rounds; never published
 #: What is staged of each row: its place and ids, and the replay's columns that the checks across rounds
-#: (`integrity`, duplicates) and the settlement read. The text of cards, totals and outcome is not: what
-#: quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the frame read.
+#: (duplicates, and `integrity` where the shoes are out of log order) and the settlement read. The text
+#: of cards, totals and outcome is not: what quotes it (the per-round findings, the quarantine, the
+#: contract's counts) is taken from the frame read.
 STAGED_COLUMNS = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
                   "hand_no", "dealt_at", utc_column("dealt_at"), "profile", "burn_cards", "cancelled_cards",
                   *map(ingest.code_column, ingest.CARD_COLUMNS), "player_drew", "banker_drew", "natural",
@@ -232,13 +234,16 @@ class _Read:
     fairness: list[pl.DataFrame]
     contract: list[dict]
     profiles: set[str | None]
+    integrity: integrity.InLogOrder | None  # the integrity checks run in the read, for a log dealt shoe after shoe
 
 
-def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
+def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime) -> _Read:
     """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
     replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
-    fairness cells and contract counts taken, and the columns of its rows that the checks across rounds
-    and the bets read staged (`STAGED_COLUMNS`). `log_row` numbers the rows of the log as read.
+    fairness cells and contract counts taken, its shoes checked as they are completed (`_Read.integrity`),
+    and the columns of its rows that the checks across rounds and the bets read staged (`STAGED_COLUMNS`).
+    `log_row` numbers the rows of the log as read. `started`: the run's start, the present of
+    TIMESTAMP unless `Options.as_of` says otherwise.
 
     This thread only reads each piece as text; a second one parses, replays and takes it apart
     (`_take_apart`) while the next piece is read: the two overlap, and no more than two pieces are
@@ -248,7 +253,13 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
-    read, rows = _Read([], levels, [], [], set()), 0
+    in_log_order = None
+    if options.across_rounds:
+        def decks_for(named: list[str]) -> dict[str, int]:
+            return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
+        in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for, staging / "integrity.read",
+                                            starts_cut=options.selection.since is not None)
+    read, rows = _Read([], levels, [], [], set(), in_log_order), 0
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
@@ -267,6 +278,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path) -> _Read:
         if taken is not None:
             taken.result()
     require_rows(log, rows)
+    if in_log_order is not None:
+        in_log_order.finish()
     ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
         staging / "quarantine.parquet", lazy=True)])
     return read
@@ -301,6 +314,8 @@ def _take_apart(text: pl.DataFrame, name: str, log: ingest.Log, staging: Path, s
     read.profiles.update(done["profiles"]["profile"])
     if read.levels:
         read.fairness.append(done["fairness"])
+    if read.integrity is not None:
+        read.integrity.add(frame.filter(pl.col("reject").is_null()).select(STAGED_COLUMNS))
     if singles is not None:
         read.contract.append(singles.count(frame))
 
@@ -528,10 +543,13 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         run.sink(f"findings.duplicates/{k:06d}.parquet",
                  round_findings(of_part.filter(pl.col("reject").is_null()), DUPLICATE), label)
     if options.across_rounds:
-        decks = integrity.decks_of(names)
-        found = integrity.integrity_findings(pieces, decks, log.columns, options.as_of or started, collect,
-                                             starts_cut=options.selection.since is not None,
-                                             scratch=staging / "integrity")
+        if read.integrity is not None and read.integrity.in_order:
+            found = read.integrity.findings()
+        else:
+            found = integrity.integrity_findings(pieces, integrity.decks_of(names), log.columns,
+                                                 options.as_of or started, collect,
+                                                 starts_cut=options.selection.since is not None,
+                                                 scratch=staging / "integrity")
         _sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
@@ -563,7 +581,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
     with staging_in(out_dir, outputs_of(options)) as staging:
-        read = _read_once(log, options, staging)
+        read = _read_once(log, options, staging, started)
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
