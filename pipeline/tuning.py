@@ -33,6 +33,9 @@ class Tuning:
     chunk_groups: int = 10_000
     #: Rows Great Expectations checks at once (`contract`): it keeps every expectation's work on every row.
     batch_rows: int = 500_000
+    #: Pieces of round facts (`read_rows` each) held beside a piece of bets (`run._settle_in_log_order`):
+    #: a bet log further from its rounds' order is settled by part instead.
+    window_pieces: int = 4
     #: Rows per Arrow batch the Spark engine hands to a task.
     spark_batch_rows: int = 10_000
 

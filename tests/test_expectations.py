@@ -9,7 +9,9 @@ import pytest
 
 from baccarat_audit.checks import contract, expectations
 from baccarat_audit import generate
+from baccarat_audit.engines import run
 from baccarat_audit.inputs import ingest
+from baccarat_audit.tuning import Tuning
 
 WINDOWS = [contract.Window(), contract.Window(datetime(2026, 11, 1, 19, tzinfo=UTC), None),
            contract.Window(datetime(2026, 11, 1, 18, tzinfo=UTC), datetime(2026, 11, 1, 20, tzinfo=UTC))]
@@ -65,3 +67,19 @@ def test_polars_and_great_expectations_count_every_expectation_alike(spoilt, tmp
             assert ours["examples"] == theirs["examples"], ours["type"]
     unmet = [e for e in by_polars["expectations"] if e.get("success") is False]
     assert len(unmet) >= (8 if name == "round_log" else 4)
+
+
+def test_the_audit_counts_the_contract_on_its_way_as_great_expectations_does(spoilt, tmp_path):
+    """The audit counts each log's expectations as it reads it (the rounds in the one read, the bets
+    as they are settled beside them), a few hundred rows at a time: every count and example equals
+    Great Expectations' own validation of the whole log."""
+    result = run.audit(spoilt["round_log"], tmp_path / "out",
+                       run.Options(bets=spoilt["bet_log"], tuning=Tuning(piece_rows=700, read_rows=300)))
+    fields = ("type", "column", "skipped", "success", "unexpected_count", "element_count", "examples")
+    for role, name in (("rounds", "round_log"), ("bets", "bet_log")):
+        log = ingest.scan(spoilt[name], name)
+        subject = contract.Subject(name, log.path, log.columns, list(log.pieces(1000)), sum(log.rows_per_file))
+        by_gx = contract.validate([subject], tmp_path / name, contract.Window())[name]
+        for ours, theirs in zip(result.summary["contract"][role]["expectations"], by_gx["expectations"], strict=True):
+            compared = fields[:-1] if ours["type"] == "expect_column_values_to_be_unique" else fields
+            assert {k: ours.get(k) for k in compared} == {k: theirs.get(k) for k in compared}, ours["type"]

@@ -251,9 +251,11 @@ def test_a_bet_is_settled_on_the_round_its_id_names_exactly(tmp_path):
 
 
 def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
-    """Bets are settled a part of the round_ids at a time (more parts for more rows): the parts,
-    the duplicated and quarantined rounds among them, and bets recorded twice (their copies pieces
-    apart), must change nothing."""
+    """Bets are settled beside their rounds as both logs are read in order, a piece of each at a time,
+    and those left over (of rounds missing, quarantined, on several rows, or too far from the bets)
+    at once, or a part of their round_ids at a time when they are more than a piece: the pieces, the
+    parts, the duplicated and quarantined rounds among them, and bets recorded twice (their copies
+    pieces apart), must change nothing; nor must a bet log in no order."""
     log = generate.generate(3000, seed=23, fault_rate=0.05, profile_names=("standard", "super-6"), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
     placed = pl.read_parquet(paths["bets_parquet"])
@@ -267,15 +269,25 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
     cut = run.audit(paths["parquet"], tmp_path / "cut", replace(options, tuning=Tuning(piece_rows=500)))
     bucketed = run.audit(paths["parquet"], tmp_path / "bucketed",
                          replace(options, tuning=Tuning(piece_rows=500, fan_out=4)))
+    # 12 pieces of 250 rounds, and of 250 bets: the rounds held beside the bets move along the log.
+    beside = run.audit(paths["parquet"], tmp_path / "beside", replace(options, tuning=Tuning(read_rows=250)))
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
     assert whole.summary["findings"]["DUPLICATE_BET"] == 12
-    for other in (cut, bucketed):
-        for key in ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid",
-                    "findings"):
+    # In no order, the bets are found beside their rounds whole, and mostly left over in pieces.
+    pl.read_parquet(tmp_path / "bets_twice.parquet").sample(fraction=1, shuffle=True, seed=5).write_parquet(
+        tmp_path / "bets_shuffled.parquet")
+    shuffled = replace(options, bets=tmp_path / "bets_shuffled.parquet")
+    shuffled_whole = run.audit(paths["parquet"], tmp_path / "shuffled_whole", shuffled)
+    shuffled_cut = run.audit(paths["parquet"], tmp_path / "shuffled_cut",
+                             replace(shuffled, tuning=Tuning(piece_rows=500, read_rows=250)))
+    keys = ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "findings")
+    for other in (cut, bucketed, beside, shuffled_whole, shuffled_cut):
+        for key in keys:
             assert whole.summary[key] == other.summary[key], key
     for name in ("findings.parquet", "bets_quarantine.parquet"):
-        for other in ("cut", "bucketed"):
-            assert output(tmp_path / "whole" / name).equals(output(tmp_path / other / name)), name
+        for first, other in (("whole", "cut"), ("whole", "bucketed"), ("whole", "beside"),
+                             ("shuffled_whole", "shuffled_cut")):
+            assert output(tmp_path / first / name).equals(output(tmp_path / other / name)), name
 
 
 # Property-based: amounts, money text and chip rounding have far too many values to enumerate, so

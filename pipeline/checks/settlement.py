@@ -137,30 +137,31 @@ SETTLED = (*BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "
            "expected_e12", "paid_e12")
 
 
-def settle(bet_rows: pl.LazyFrame, facts: pl.LazyFrame, quarantined_rounds: pl.LazyFrame,
+def settle(bet_rows: pl.LazyFrame, rounds: pl.LazyFrame, quarantined_rounds: pl.Series,
            names: list[str], ranked: bool = True) -> pl.LazyFrame:
     """Every bet with its settlement (`expected_e12`, `paid_e12`, `rule`) or its `reject` reason, as
-    the columns SETTLED, in no particular order (callers sort what they publish). Not `ranked` (a log
-    of card points), a bet decided by the cards' ranks is not settled: its rank would be a guess."""
+    the columns SETTLED, in no particular order (callers sort what they publish). `rounds`: the facts
+    of every round a bet names, once per round (`once_per_round`, or `round_facts` of rounds whose ids
+    are known to be on one row each); `quarantined_rounds`: the round_ids of the quarantined rows among
+    them. Not `ranked` (a log of card points), a bet decided by the cards' ranks is not settled: its
+    rank would be a guess."""
+    return settle_beside(bet_rows.join(rounds, on="round_id", how="left"), quarantined_rounds, names, ranked)
+
+
+def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: list[str], ranked: bool = True
+                  ) -> pl.LazyFrame:
+    """`settle` of bets already beside the facts of their rounds (`round_facts` joined, null where
+    their round is not among them)."""
     bet_type = pl.col("bet_type").str.to_uppercase()
     status = pl.col("status").str.to_uppercase()
-    rejected_round = quarantined_rounds.select("round_id").unique().with_columns(round_rejected=pl.lit(True))
-    matched = (
-        bet_rows.with_columns(bet_type=bet_type, stake_e4=amount_e4(pl.col("stake")),
-                              paid_e4=amount_e4(pl.col("paid")),
-                              void=pl.any_horizontal(status == v for v in bets.VOID).fill_null(False),
-                              still_open=pl.any_horizontal(status == v for v in bets.OPEN).fill_null(False))
-        .join(once_per_round(facts), on="round_id", how="left")
-    )
-    # Only a bet whose round is not among the facts asks whether it was quarantined: the few such bets
-    # are joined to the quarantined ids, not every bet (docs/performance.md).
-    unmatched = pl.col("copies").is_null()
-    joined = (
-        pl.concat([matched.filter(~unmatched), matched.filter(unmatched).join(rejected_round, on="round_id", how="left")],
-                  how="diagonal")
-        .with_columns(case=bets.case_looked_up(pl.col("bet_type")))
-        .pipe(with_pay, names)
-    )
+    # Looked up in the quarantined ids: a join of the bets not among the facts, put back beside the
+    # others, copied every bet (docs/performance.md).
+    joined = bet_rows.with_columns(bet_type=bet_type, stake_e4=amount_e4(pl.col("stake")),
+                                   paid_e4=amount_e4(pl.col("paid")),
+                                   void=pl.any_horizontal(status == v for v in bets.VOID).fill_null(False),
+                                   still_open=pl.any_horizontal(status == v for v in bets.OPEN).fill_null(False),
+                                   round_rejected=pl.col("round_id").is_in(quarantined_rounds.implode()))
+    joined = with_pay(joined.with_columns(case=bets.case_looked_up(pl.col("bet_type"))), names)
     round_id = pl.col("round_id")
     reasons = [
         pl.col("malformed"),

@@ -327,44 +327,49 @@ def require_rows(log: ingest.Log, rows: int) -> None:
         raise InputError(f"{log.path}: no row is in the selection ({log.selection}); nothing to audit")
 
 
-def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path, pieces: list[pl.LazyFrame],
-                names: list[str], run: _Queries, staging: Path, ranked: bool = True
-                ) -> tuple[dict[str, pl.DataFrame], list[pl.LazyFrame]]:
-    """Settle every bet in `bet_pieces` (`bets_in_scope`), a part of the round_ids (by hash) at a time;
-    write their findings and quarantine and return their counts, and the bets whose bet_id's key repeats
-    (in parts, numbered `log_row` in log order). `pieces` are the replayable rounds of the log named `label`,
-    `ranked` unless its cards are written as points (`settlement.settle`).
+def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_pieces: list[pl.LazyFrame], label: Path,
+                pieces: list[pl.LazyFrame], names: list[str], run: _Queries, staging: Path, repeated: pl.Series,
+                singles: expectations.Singles | None, ranked: bool = True
+                ) -> tuple[dict[str, pl.DataFrame], expectations.Counted]:
+    """Settle every bet in scope (`bets_in_scope`: `settle_pieces` cut as the one read cuts the round
+    log, `bet_pieces` as the staged pieces); write their findings and quarantine and return their
+    counts, and what the bet log's contract needs (`expectations.Counted`: its `singles` counted on the
+    way, and the bets whose bet_id's key repeats, in parts, numbered `log_row` in log order).
+    `pieces` are the replayable rounds of the log named `label`, `repeated` the round_ids on rows
+    whose id's key repeats (`_copies`), `ranked` unless its cards are written as points
+    (`settlement.settle`).
 
-    A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
-    are first written by part (see `pipeline.engines.parts`), then joined one part at a time. The outputs are
-    taken from each part's settled bets in memory (`settlement.outputs`), not from a copy on disk.
-    """
-    # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
-    # quarters peaked higher, for little time saved (docs/performance.md).
-    part_count = 8 * max(len(pieces), len(bet_pieces))
-    part = parts.part_of(pl.col("round_id"), part_count)
-    by_part = [("bets.parts", bet_log.path, piece) for piece in bet_pieces]
-    by_part += [("facts.parts", label, settlement.round_facts(piece)) for piece in pieces]
-    # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
-    # square of a log quarantined whole.
-    by_part.append(("quarantined.parts", label,
-                    stored.scan(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())))
+    The bets are settled in log order beside the rounds they name (`_settle_in_log_order`), a bet log
+    written as its rounds were dealt read once beside the staged rounds; the bets left over, of rounds
+    elsewhere, quarantined, missing or on several rows, are settled against every row of their round_ids
+    (`_settle_left`). The outputs are taken from each batch of settled bets in memory
+    (`settlement.outputs`), not from a copy on disk."""
     for folder in ("findings.bets", "bets_quarantine"):
         (staging / folder).mkdir()
-    schemas = {folder: frame.collect_schema() for folder, _, frame in reversed(by_part)}
-    for i, (folder, read_from, frame) in enumerate(by_part):
-        ingest.collect(read_from, [parts.write(frame, part, part_count, staging / folder, f"{i:06d}")])
     counts = []
-    for k in range(part_count):
-        of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
-        settled = run.frame(settlement.settle(of_part["bets.parts"], of_part["facts.parts"],
-                                              of_part["quarantined.parts"], names, ranked), bet_log.path)
+
+    def keep(settled: pl.DataFrame, name: str) -> None:
         outputs = settlement.outputs(settled)
         found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
         counts.append(found["counts"])
-        ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{k:06d}.parquet")
-        ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{k:06d}.parquet")
-    # DUPLICATE_BET beside them: a bet_id's copies may sit in different parts of the round_ids.
+        ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{name}.parquet")
+        ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{name}.parquet")
+
+    facts = [settlement.round_facts(stored.scan(file).filter(
+        pl.col("reject").is_null() & pl.col("round_id").is_not_null() & ~pl.col("round_id").is_in(repeated.implode())))
+        for file in sorted((staging / STAGED).glob("*.parquet"))]
+    contract: list[dict] | None = None if singles is None else []
+
+    def read(piece: pl.LazyFrame) -> pl.DataFrame:  # each piece of bets is held to the contract as it is read
+        bets = run.frame(piece, bet_log.path)
+        if contract is not None:
+            contract.append(singles.count(bets))
+        return bets
+
+    left = _settle_in_log_order(settle_pieces, facts, read, run, (bet_log.path, label), keep, names, ranked,
+                                staging / "bets.left")
+    _settle_left(left, bet_log.path, label, pieces, names, run, staging, ranked, keep)
+    # DUPLICATE_BET beside them: a bet_id's copies may sit anywhere in the bet log.
     # Each bet given its place in log order (`log_row`: its piece above its row in the piece), for the
     # contract's first examples of a repeated bet_id.
     keyed = [piece.with_row_index("log_row").with_columns(log_row=pl.col("log_row").cast(pl.UInt64) + (i << 32))
@@ -378,14 +383,112 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], label: Path
     _sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
                        lambda rows: rows.sort("source_file", "source_row", "check"))
     _sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
-    return settlement.bet_totals(pl.concat(counts)), copies
+    return settlement.bet_totals(pl.concat(counts)), expectations.Counted(contract, {"bet_id": copies})
 
 
-def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path) -> list[pl.LazyFrame]:
-    """The bet log in pieces (counted from Parquet metadata or CSV line ends). Under a narrowing of the
-    round log, only the bets of the rounds it keeps, quarantined ones included: the others are outside
-    the question asked, not bets of rounds missing from the log (which they would be reported as)."""
-    pieces = list(bet_log.pieces(tuning.current().piece_rows))
+Keep = Callable[[pl.DataFrame, str], None]  # what is kept of a batch of settled bets, by its name
+
+
+def _settle_in_log_order(bet_pieces: list[pl.LazyFrame], facts: list[pl.LazyFrame], read: Callable, run: _Queries,
+                         labels: tuple[Path, Path], keep: Keep, names: list[str], ranked: bool, left_over: Path
+                         ) -> list[tuple[Path, int]]:
+    """Settle the bets of `bet_pieces` (in log order, each `read` once) against the round `facts` (in
+    pieces, in log order, of round_ids on one row each) held beside them, `keep` each piece's settled
+    bets; return the bets left over, written to the new folder `left_over`, as files and their rows.
+    `labels`: the bet log's and the round log's, which a failure names.
+
+    A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
+    the bets after its last one found are not found, and the new piece finds some of them (or none
+    was found yet: rounds without bets are passed); then the pieces before the one that holds the
+    last bet's round are let go. A bet whose round is not in the window is left over. The window holds
+    at most `Tuning.window_pieces` pieces."""
+    ahead, window, left = deque(facts), [], []
+    left_over.mkdir()
+    no_round = pl.Series("round_id", [], pl.String)
+    most = tuning.current().window_pieces
+    bet_label, label = labels
+    for j, piece in enumerate(bet_pieces):
+        bets = read(piece)
+        # Rounds are looked for by their id's key, then the text compared: a key is unique among the
+        # facts (ids on one row each), and an id differing only invisibly from a round's is left over.
+        keys = bets.select(pl.when(pl.col("round_id").is_not_null()).then(id_key(pl.col("round_id")))).to_series()
+        hit = (keys.is_in(pl.concat([held["id_key"] for held in window]).implode()).fill_null(False) if window
+               else pl.repeat(False, bets.height, eager=True))
+        while ahead and len(window) < most and bets.height and not (hit | keys.is_null())[-1]:
+            window.append(run.frame(ahead.popleft(), label))
+            more = keys.is_in(window[-1]["id_key"].implode()).fill_null(False)
+            if not hit.any() and not more.any():
+                window = window[-1:]
+            elif not more.any():
+                break
+            hit = hit | more
+        if not hit.any():
+            found, unfound = None, bets
+        else:
+            beside = bets.with_columns(id_key=keys).join(pl.concat(window).rename({"round_id": "id_of_round"}),
+                                                         on="id_key", how="left").drop("id_key")
+            same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
+            found, unfound = beside.filter(same).drop("id_of_round"), beside.filter(~same).select(bets.columns)
+            last = keys.filter(hit)[-1]
+            window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
+        if found is not None and found.height:
+            keep(run.frame(settlement.settle_beside(found.lazy(), no_round, names, ranked), bet_label),
+                 f"in-order-{j:06d}")
+        if unfound.height:
+            unfound.write_parquet(left_over / f"{j:06d}.parquet")
+            left.append((left_over / f"{j:06d}.parquet", unfound.height))
+    return left
+
+
+def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pieces: list[pl.LazyFrame],
+                 names: list[str], run: _Queries, staging: Path, ranked: bool, keep: Keep) -> None:
+    """Settle the bets left over by `_settle_in_log_order` (`left`: files and their rows) against every
+    row of the round log with their round_ids (`pieces`, the replayable rounds, and the quarantined
+    ones): at once when they are no more than `Tuning.piece_rows`, read from the staged rounds by their
+    ids; else a part of the round_ids (by hash) at a time, the files taken `piece_rows` bets at most
+    a piece.
+
+    A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
+    are then first written by part (see `pipeline.engines.parts`), and joined one part at a time."""
+    if not left:
+        return
+    quarantined = stored.scan(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())
+    piece_rows = tuning.current().piece_rows
+    if sum(rows for _, rows in left) <= piece_rows:
+        bets = stored.scan([file for file, _ in left])
+        ids = run.frame(bets.select(pl.col("round_id").drop_nulls().unique()), bet_label)["round_id"].implode()
+        facts = pl.concat([settlement.round_facts(piece.filter(pl.col("round_id").is_in(ids))) for piece in pieces])
+        of_ids = run.frame(quarantined.filter(pl.col("round_id").is_in(ids)), label)["round_id"]
+        keep(run.frame(settlement.settle(bets, settlement.once_per_round(facts), of_ids, names, ranked), bet_label),
+             "left")
+        return
+    # A file is at most a piece of bets (`read_rows`): whole files, `piece_rows` bets a piece.
+    left = [stored.scan([file for file, _, _ in piece]) for piece in ingest.spans(left, piece_rows)]
+    # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
+    # quarters peaked higher, for little time saved (docs/performance.md).
+    part_count = 8 * max(len(pieces), len(left))
+    part = parts.part_of(pl.col("round_id"), part_count)
+    by_part = [("bets.parts", bet_label, piece) for piece in left]
+    by_part += [("facts.parts", label, settlement.round_facts(piece)) for piece in pieces]
+    # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
+    # square of a log quarantined whole.
+    by_part.append(("quarantined.parts", label, quarantined))
+    schemas = {folder: frame.collect_schema() for folder, _, frame in reversed(by_part)}
+    for i, (folder, read_from, frame) in enumerate(by_part):
+        ingest.collect(read_from, [parts.write(frame, part, part_count, staging / folder, f"{i:06d}")])
+    for k in range(part_count):
+        of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
+        of_ids = run.frame(of_part["quarantined.parts"], label)["round_id"]
+        keep(run.frame(settlement.settle(of_part["bets.parts"], settlement.once_per_round(of_part["facts.parts"]),
+                                         of_ids, names, ranked), bet_label), f"{k:06d}")
+
+
+def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int) -> list[pl.LazyFrame]:
+    """The bet log in pieces of `rows` bets (counted from Parquet metadata or CSV line ends). Under a
+    narrowing of the round log, only the bets of the rounds it keeps, quarantined ones included: the
+    others are outside the question asked, not bets of rounds missing from the log (which they would
+    be reported as)."""
+    pieces = list(bet_log.pieces(rows))
     if not selection:
         return pieces
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
@@ -524,10 +627,10 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
            options: Options, started: datetime, staging: Path, read: _Read
-           ) -> tuple[dict[str, pl.DataFrame], dict[str, list[pl.LazyFrame]]]:
+           ) -> tuple[dict[str, pl.DataFrame], dict[str, expectations.Counted]]:
     """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`); returns
-    the small frames the summary needs, with what the one read (`read`) counted, and by contract the
-    rows whose id's key repeats (`_copies`), in parts, for the contract's uniqueness."""
+    the small frames the summary needs, with what the one read (`read`) counted, and by contract what
+    its expectations need that was counted on the way (`expectations.Counted`)."""
     run, label = _Queries(staging), log.path
     counted = round_counts(pl.concat(read.tallies))
     staged = [stored.scan(piece) for piece in _staged(staging)]
@@ -538,8 +641,9 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
     # is of the rounds replayed, and the contract's uniqueness is judged among them (`expectations.Counted`).
     with_id = [piece.filter(pl.col("round_id").is_not_null()) for piece in staged]
-    copies = {"round_log": _copies(with_id, "id_key", run, label, "copies")}
-    for k, of_part in enumerate(copies["round_log"]):
+    copies = _copies(with_id, "id_key", run, label, "copies")
+    on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies})}
+    for k, of_part in enumerate(copies):
         run.sink(f"findings.duplicates/{k:06d}.parquet",
                  round_findings(of_part.filter(pl.col("reject").is_null()), DUPLICATE), label)
     if options.across_rounds:
@@ -553,12 +657,17 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         _sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
-        bet_counts, copies["bet_log"] = _check_bets(bet_log, bet_pieces, label, pieces, names, run, staging,
-                                                    ranked=log.ranked)
+        repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
+                           if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
+        sizes = tuning.current()
+        settle_pieces = bets_in_scope(bet_log, options.selection, staging, min(sizes.read_rows, sizes.piece_rows))
+        singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
+        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
+                                                        staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     if read.levels:
         counted["fairness"] = fairness.add_up(read.fairness, read.levels)
-    return counted, copies
+    return counted, on_the_way
 
 
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
@@ -584,8 +693,9 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         read = _read_once(log, options, staging, started)
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
-        bet_pieces = bets_in_scope(bet_log, options.selection, staging) if bet_log is not None else []
-        counted, copies = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
+        bet_pieces = (bets_in_scope(bet_log, options.selection, staging, tuning.current().piece_rows)
+                      if bet_log is not None else [])
+        counted, on_the_way = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging, log.ranked)
         if tests is not None:
@@ -605,9 +715,6 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
-            on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies["round_log"]})}
-            if bet_log is not None:
-                on_the_way["bet_log"] = expectations.Counted(None, {"bet_id": copies["bet_log"]})
             add_contract(summary, expectations.evaluate(subjects, options.window, on_the_way), options.fail_on)
             if options.data_docs:  # Great Expectations' own run, for its pages; its counts are the same
                 options.on_phase("Data Docs (Great Expectations)")

@@ -149,11 +149,12 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
     """The bets of some round_ids settled against every row of the round log with those round_ids,
-    as the polars engine settles a part (`run._settle`)."""
+    as the polars engine settles a part (`run._settle_left`)."""
     rounds = polars_engine.prepared(round_rows, profile)
     replayable = _replayable(rounds)
-    quarantined = rounds.filter(pl.col("reject").is_not_null())
-    return settlement.settle(bet_rows, settlement.round_facts(replayable), quarantined, names)
+    quarantined = rounds.filter(pl.col("reject").is_not_null()).select("round_id").collect()["round_id"]
+    return settlement.settle(bet_rows, settlement.once_per_round(settlement.round_facts(replayable)), quarantined,
+                             names)
 
 
 def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: list[str]) -> pa.Table:
