@@ -483,7 +483,7 @@ class InLogOrder:
     carried into the next. No row is read twice. The first shoe whose rows come again after another
     shoe's stops it (`in_order` turns False): such a log is checked keyed by shoe (`integrity_findings`).
 
-    `add` each piece's replayed rows (with the staged columns, `engines.run.STAGED_COLUMNS`), `finish`,
+    `add` each piece of the log as prepared (`engines.run.prepared`), `finish`,
     then `findings` as `integrity_findings` returns them. `decks_for` gives the decks of the profiles
     rows name (an InputError for a profile the run will refuse, which stops this too); findings are
     written to the new folder `scratch` as they are found."""
@@ -496,6 +496,9 @@ class InLogOrder:
         self.queries = {"CARD_COUNT": partial(cards_over, listed=len(listed)),
                         "SHOE_SEQUENCE": partial(sequence_breaks, starts_cut=starts_cut), "TIMESTAMP": backwards}
         self.shown = shown_cards(listed) if "CARD_COUNT" in self.ran else {}
+        self.read = [c for c in PLACE_COLUMNS if c not in ("source", "bet_id")] + [
+            "log_row", "decks", utc_column("dealt_at"), "player_drew", "banker_drew",
+            *map(ingest.code_column, ingest.CARD_COLUMNS), *listed]
         self.run_started, self.decks_for, self.scratch = run_started, decks_for, scratch
         self.decks: dict[str, int] = {}
         self.carry: pl.DataFrame | None = None
@@ -506,11 +509,12 @@ class InLogOrder:
         # Each kind's place (`kind`) and, for the kinds a condition on one round picks, the condition.
         self.kinds = list(enumerate(_kinds({code: [pl.LazyFrame()] for code in self.ran}, run_started)))
 
-    def add(self, rows: pl.DataFrame) -> None:
-        """The replayed rows of the next piece of the log."""
+    def add(self, piece: pl.DataFrame) -> None:
+        """The next piece of the log, prepared (`engines.run.prepared`): its replayed rows are checked."""
         if not self.in_order:
             return
-        named = set(rows["profile"].unique()) - set(self.decks)
+        rows = piece.lazy().filter(pl.col("reject").is_null())
+        named = set(rows.select(pl.col("profile").unique()).collect()["profile"]) - set(self.decks)
         if named:
             try:
                 self.decks |= self.decks_for(sorted(named))
@@ -518,9 +522,10 @@ class InLogOrder:
                 self.in_order = False
                 return
         rows = rows.with_columns(decks=lookup(pl.col("profile"), self.decks, pl.Int64))
-        found = [kind.describe(rows.lazy().filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
+        found = [kind.describe(rows.filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
                  for i, kind in self.kinds if kind.where is not None]
-        with_shoe = rows.filter(pl.col("shoe_id").is_not_null())
+        # Only what the checks and their texts read: the last shoe's rows are held until the next piece.
+        with_shoe = rows.filter(pl.col("shoe_id").is_not_null()).select(self.read).collect()
         held = with_shoe if self.carry is None else pl.concat([self.carry, with_shoe], rechunk=False)
         if held.height:
             heads = np.flatnonzero(held.select((pl.col("shoe_id") != pl.col("shoe_id").shift(1)).fill_null(True))

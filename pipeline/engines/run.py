@@ -315,7 +315,7 @@ def _take_apart(text: pl.DataFrame, name: str, log: ingest.Log, staging: Path, s
     if read.levels:
         read.fairness.append(done["fairness"])
     if read.integrity is not None:
-        read.integrity.add(frame.filter(pl.col("reject").is_null()).select(STAGED_COLUMNS))
+        read.integrity.add(frame)
     if singles is not None:
         read.contract.append(singles.count(frame))
 
