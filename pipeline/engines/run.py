@@ -722,7 +722,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         summary = finish(summary)
         (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         options.on_phase("report")
-        explained = _rows_explained(log, staging, findings, bet_log, options.profile)
+        explained = _rows_explained(log, staging, findings, options.profile)
         write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         publish(staging, out_dir)
     return Result(summary, out_dir)
@@ -763,18 +763,17 @@ def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds:
                  bet_log: ingest.Log | None, profile: str) -> None:
     """evidence.json (the first findings of each check, explained from `rounds`, prepared rows that
     hold at least the rounds explained) and report.html, beside the other outputs in `staging`."""
-    gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile, tuning.current().piece_rows))
+    gathered = kept_short(evidence.gather(findings, log.path, rounds, bet_log, profile))
     (staging / "evidence.json").write_text(json.dumps(gathered, indent=1, default=str) + "\n")
     report.write(staging)
 
 
-def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, bet_log: ingest.Log | None,
-                    profile: str) -> pl.DataFrame:
+def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, profile: str) -> pl.DataFrame:
     """The round rows the evidence explains (see `evidence.gather`), read again from the log and
     prepared: the rows of the first findings of each check, and every row of the rounds their bets were
     placed on. The staged rows say which piece of the log holds each (a staged file per piece of the
     one read, `_read_once`), and only those pieces are read, cut as that read cut them."""
-    places, round_ids = evidence.rounds_wanted(findings, bet_log)
+    places, round_ids = evidence.rounds_wanted(findings)
     place = ["source_file", "source_row"]
     staged = stored.scan(staging / STAGED, file_column="staged")
     wanted = [staged.join(places.lazy(), on=place, how="semi")]

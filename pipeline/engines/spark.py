@@ -528,7 +528,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window,
                                                staging / polars_engine.DOCS if options.data_docs else None)
-    return names, counted, tests, _rows_explained(spark, text, found, bet_log, profile), validated
+    return names, counted, tests, _rows_explained(spark, text, found, profile), validated
 
 
 def _same_id(column: str):
@@ -554,13 +554,13 @@ def _view(text, present: frozenset[str], contract_name: str):
     return text.mapInArrow(task, _ddl(schema))
 
 
-def _rows_explained(spark, text, found: pl.DataFrame, bet_log: ingest.Log | None, profile: str) -> pl.DataFrame:
+def _rows_explained(spark, text, found: pl.DataFrame, profile: str) -> pl.DataFrame:
     """The round rows the evidence explains (see `evidence.gather`), fetched from Spark and prepared:
     the first findings of each check, and every row of the rounds their bets were placed on. Bet rows
     are read by `evidence.gather` itself, on the driver."""
     from pyspark.sql import functions as F
 
-    places, round_ids = evidence.rounds_wanted(found.lazy(), bet_log)
+    places, round_ids = evidence.rounds_wanted(found.lazy())
     places = places.with_columns(pl.col("source_row").cast(pl.Int64))
     round_ids = round_ids.to_list()
     at = text.join(spark.createDataFrame(places.to_arrow(), "source_file string, source_row bigint"),

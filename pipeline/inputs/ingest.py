@@ -146,6 +146,13 @@ class Log:
         """The whole log as one frame (a plan per shape of its files: for a few files; see `pieces`)."""
         return self._read([(i, 0, self.rows_per_file[i]) for i in self._selected(tuple(range(len(self.files))))])
 
+    def at_rows(self, places: Iterable[tuple[str, int]]) -> pl.LazyFrame:
+        """The rows at these (source_file, source_row) places, each read alone (a Parquet file from its
+        row, a CSV file from its line), in log order: a few rows of a log without reading it all."""
+        number = {str(file): i for i, file in enumerate(self.files)}
+        spans = sorted({(number[file], row - 1, 1) for file, row in places if file in number})
+        return pl.concat([self._read([span]) for span in spans]) if spans else self._read([(0, 0, 0)])
+
     def _read_with(self, span: tuple[int, int, int]) -> object:
         """What a span of a file (file number, first row from 0, row count) is read with: a whole file,
         with the other whole files of its shape (see `_Opened.whole`); any other span, alone."""

@@ -45,35 +45,30 @@ def first_findings(findings: pl.LazyFrame, per_check: int = PER_CHECK) -> pl.Dat
             .select("check", pl.exclude("at", "check", "run_id")))
 
 
-def rounds_wanted(findings: pl.LazyFrame, bet_log: ingest.Log | None) -> tuple[pl.DataFrame, pl.Series]:
+def rounds_wanted(findings: pl.LazyFrame) -> tuple[pl.DataFrame, pl.Series]:
     """What `gather` explains of the round log, for an engine to fetch: the places (source_file,
-    source_row) of the first findings on rounds, and the round_ids of the bets among them (read from
-    the bet log), every row of which is explained."""
+    source_row) of the first findings on rounds, and the round_ids of the bets among them (a bet's
+    finding names its round_id as the bet log has it), every row of which is explained."""
     first = first_findings(findings)
-    place = ["source_file", "source_row"]
-    on_bets = first.filter(pl.col("source") == "bets").select(place)
-    round_ids = pl.Series("round_id", [], pl.String)
-    if bet_log is not None and on_bets.height:
-        round_ids = ingest.collect(bet_log.path, [bet_log.frame.join(on_bets.lazy(), on=place, how="semi")
-                                                  .select(pl.col("round_id").drop_nulls())])[0]["round_id"]
-    places = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null()).select(place)
+    round_ids = first.filter(pl.col("source") == "bets")["round_id"].drop_nulls()
+    places = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null()).select(
+        "source_file", "source_row")
     return places, round_ids
 
 
 def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_log: ingest.Log | None,
-           default_profile: str, piece_rows: int, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
+           default_profile: str, per_check: int = PER_CHECK) -> dict[str, list[dict]]:
     """For each check code found: its first findings, with `explanation` (and `bets` for SETTLEMENT).
 
     `rounds` are the parsed rounds (`ingest.parse_rounds`) of the log named `label`, in pieces that are
-    read one at a time; the bet log is read in pieces of `piece_rows` (one scan of 20M bets read ahead
-    by hundreds of megabytes).
+    read one at a time; of the bet log, only the rows of the bets explained are read (`Log.at_rows`).
     """
     first = first_findings(findings, per_check)
     on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
-    bet_rows = (_rows(bet_log.path, list(bet_log.pieces(piece_rows)), list(on_bets.select(place).iter_rows()))
-                if on_bets.height else {})
+    bet_places = list(on_bets.select(place).iter_rows())
+    bet_rows = _rows(bet_log.path, [bet_log.at_rows(bet_places)], bet_places) if on_bets.height else {}
     round_ids = {row["round_id"] for row in bet_rows.values()}
     wanted = _rows(label, rounds, list(on_rounds.select(place).iter_rows()))
     if round_ids:
