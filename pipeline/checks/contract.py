@@ -89,9 +89,9 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
             column = safe if whole_ids else pl.when(column.str.contains(r"[^\x00-\x7f]")).then(safe).otherwise(
                 pl.when(column.is_not_null()).then(pl.lit("-"))).cast(pl.Categorical)
         elif kinds[c] == "amount":  # a negative amount as that number: GX's check of the sign must see it
-            size = amount_e4(column.str.strip_prefix("-"))
+            size = amount_e4(column, signed=True)
             # "-0" is no amount the settlement takes (it quarantines a sign), nor below 0: unreadable.
-            read = pl.when(~column.str.starts_with("-")).then(size).when(size > 0).then(-size)
+            read = pl.when(~(column.str.starts_with("-") & (size == 0))).then(size)
             column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
         elif kinds[c] == "timestamp":
             utc = utc_column(c)

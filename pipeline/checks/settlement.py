@@ -30,13 +30,16 @@ BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "s
                "currency", "status")
 
 
-def amount_e4(raw: pl.Expr) -> pl.Expr:
-    """A decimal amount as an integer of 1/10,000; null when it is not digits with up to 4 decimals.
+def amount_e4(raw: pl.Expr, signed: bool = False) -> pl.Expr:
+    """A decimal amount as an integer of 1/10,000; null when it is not digits with up to 4 decimals
+    (after a minus sign, when `signed`: a negative amount, as the contract's view reads it).
 
     The text, once it matches AMOUNT, is read as a decimal of scale 4, whose physical value is that
     integer (faster than taking the digits apart with regex groups).
     """
-    return pl.when(raw.str.contains(AMOUNT)).then(raw.cast(pl.Decimal(16, 4), strict=False).to_physical().cast(pl.Int64))
+    pattern = "^-?" + AMOUNT[1:] if signed else AMOUNT
+    return pl.when(raw.str.contains(pattern)).then(raw.cast(pl.Decimal(16, 4), strict=False).to_physical()
+                                                    .cast(pl.Int64))
 
 
 def parse_amount(text: str | None) -> Decimal | None:
