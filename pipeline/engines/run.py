@@ -257,8 +257,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     if options.across_rounds:
         def decks_for(named: list[str]) -> dict[str, int]:
             return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
-        in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for, staging / "integrity.read",
-                                            starts_cut=options.selection.since is not None)
+        in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
+                                            staging / "integrity.read", starts_cut=options.selection.since is not None)
     read, rows = _Read([], levels, [], [], set(), in_log_order), 0
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
@@ -327,7 +327,7 @@ def require_rows(log: ingest.Log, rows: int) -> None:
         raise InputError(f"{log.path}: no row is in the selection ({log.selection}); nothing to audit")
 
 
-def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_pieces: list[pl.LazyFrame], label: Path,
+def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_pieces: deque[pl.LazyFrame], label: Path,
                 pieces: list[pl.LazyFrame], names: list[str], run: _Queries, staging: Path, repeated: pl.Series,
                 singles: expectations.Singles | None, ranked: bool = True
                 ) -> tuple[dict[str, pl.DataFrame], expectations.Counted]:
@@ -355,9 +355,10 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piec
         ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{name}.parquet")
         ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{name}.parquet")
 
-    facts = [settlement.round_facts(stored.scan(file).filter(
-        pl.col("reject").is_null() & pl.col("round_id").is_not_null() & ~pl.col("round_id").is_in(repeated.implode())))
-        for file in sorted((staging / STAGED).glob("*.parquet"))]
+    # One condition for every piece: the ids are imploded once, not copied into each piece's plan.
+    once = pl.col("reject").is_null() & pl.col("round_id").is_not_null() & ~pl.col("round_id").is_in(repeated.implode())
+    facts = deque(settlement.round_facts(stored.scan(file).filter(once))
+                  for file in sorted((staging / STAGED).glob("*.parquet")))
     contract: list[dict] | None = None if singles is None else []
 
     def read(piece: pl.LazyFrame) -> pl.DataFrame:  # each piece of bets is held to the contract as it is read
@@ -389,12 +390,14 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piec
 Keep = Callable[[pl.DataFrame, str], None]  # what is kept of a batch of settled bets, by its name
 
 
-def _settle_in_log_order(bet_pieces: list[pl.LazyFrame], facts: list[pl.LazyFrame], read: Callable, run: _Queries,
+def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFrame], read: Callable, run: _Queries,
                          labels: tuple[Path, Path], keep: Keep, names: list[str], ranked: bool, left_over: Path
                          ) -> list[tuple[Path, int]]:
-    """Settle the bets of `bet_pieces` (in log order, each `read` once) against the round `facts` (in
-    pieces, in log order, of round_ids on one row each) held beside them, `keep` each piece's settled
-    bets; return the bets left over, written to the new folder `left_over`, as files and their rows.
+    """Settle the bets of `bet_pieces` (in log order, each `read` once) against the round facts `ahead`
+    (in pieces, in log order, of round_ids on one row each) held beside them, `keep` each piece's
+    settled bets; return the bets left over, written to the new folder `left_over`, as files and their
+    rows. Both are let go of as they are read: a piece, once collected, holds its scan's file metadata,
+    and a list of them held it once for every piece (docs/performance.md).
     `labels`: the bet log's and the round log's, which a failure names.
 
     A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
@@ -402,13 +405,13 @@ def _settle_in_log_order(bet_pieces: list[pl.LazyFrame], facts: list[pl.LazyFram
     was found yet: rounds without bets are passed); then the pieces before the one that holds the
     last bet's round are let go. A bet whose round is not in the window is left over. The window holds
     at most `Tuning.window_pieces` pieces."""
-    ahead, window, left = deque(facts), [], []
+    window, left, j = [], [], 0
     left_over.mkdir()
     no_round = pl.Series("round_id", [], pl.String)
     most = tuning.current().window_pieces
     bet_label, label = labels
-    for j, piece in enumerate(bet_pieces):
-        bets = read(piece)
+    while bet_pieces:
+        bets, j = read(bet_pieces.popleft()), j + 1
         # Rounds are looked for by their id's key, then the text compared: a key is unique among the
         # facts (ids on one row each), and an id differing only invisibly from a round's is left over.
         keys = bets.select(pl.when(pl.col("round_id").is_not_null()).then(id_key(pl.col("round_id")))).to_series()
@@ -493,7 +496,8 @@ def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows
         return pieces
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
     # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
-    return [piece.filter(pl.col("round_id").is_in(kept["round_id"].implode())) for piece in pieces]
+    in_scope = pl.col("round_id").is_in(kept["round_id"].implode())
+    return [piece.filter(in_scope) for piece in pieces]
 
 
 
@@ -660,7 +664,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
         sizes = tuning.current()
-        settle_pieces = bets_in_scope(bet_log, options.selection, staging, min(sizes.read_rows, sizes.piece_rows))
+        settle_pieces = deque(bets_in_scope(bet_log, options.selection, staging, min(sizes.read_rows, sizes.piece_rows)))
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
         bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
                                                         staging, repeated, singles, ranked=log.ranked)
