@@ -17,8 +17,9 @@ from dataclasses import dataclass, fields
 class Tuning:
     #: Rows per staging query: bounds memory; each piece has a fixed cost of a few queries.
     piece_rows: int = 1_000_000
-    #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`).
-    read_rows: int = 200_000
+    #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`); and bets the
+    #: settlement holds at once beside their rounds (`run._settle_in_log_order`).
+    read_rows: int = 150_000
     #: Rows filed by piece in one query (`run._sink_in_log_order`): polars' partitioned sink held all
     #: it was given, so many findings are filed this many at a time.
     filing_rows: int = 250_000
