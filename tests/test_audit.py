@@ -420,6 +420,13 @@ def test_a_narrowed_audit_settles_the_bets_of_the_rounds_it_keeps_only(tmp_path)
                  for out in ("whole", "t01")}
         assert found["t01"].height and found["t01"].equals(found["whole"].filter(of_t01)), name
     assert narrowed.summary["contract"]["bets"]["expectations"][1]["element_count"] == narrowed.summary["bets_read"]
+    # A narrowing that keeps no bet: none read, settled or flagged, and the bet outputs there, empty.
+    bets.filter(of_t01).write_csv(tmp_path / "t01_bets.csv")
+    none = run.audit(data / "rounds.csv", tmp_path / "t02", run.Options(
+        bets=tmp_path / "t01_bets.csv", selection=Selection(tables=("T02",))))
+    assert (none.summary["bets_read"], none.summary["bets_settled"], none.summary["bets_flagged"]) == (0, 0, 0)
+    assert output(tmp_path / "t02" / "bets_quarantine.parquet").height == 0
+    assert not output(tmp_path / "t02" / "findings.parquet").filter(pl.col("bet_id").is_not_null()).height
 
 
 def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp_path):

@@ -370,6 +370,10 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piec
     left = _settle_in_log_order(settle_pieces, facts, read, run, (bet_log.path, label), keep, names, ranked,
                                 staging / "bets.left")
     _settle_left(left, bet_log.path, label, pieces, names, run, staging, ranked, keep)
+    if not counts:  # no bet in scope (a narrowing that keeps none): empty outputs, not missing ones
+        no_round = pl.Series("round_id", [], pl.String)
+        keep(run.frame(settlement.settle(bet_pieces[0].clear(), settlement.round_facts(pieces[0]).clear(), no_round,
+                                         names, ranked), bet_log.path), "none")
     # DUPLICATE_BET beside them: a bet_id's copies may sit anywhere in the bet log.
     # Each bet given its place in log order (`log_row`: its piece above its row in the piece), for the
     # contract's first examples of a repeated bet_id.
