@@ -384,7 +384,8 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piec
     for k, of_part in enumerate(copies):
         run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(of_part.drop("log_row")),
                  bet_log.path)
-    # The parts are in round_id hash order; a bet's DUPLICATE_BET comes before its SETTLEMENT.
+    # The batches are not in log order (the bets left over come last); a bet's DUPLICATE_BET comes
+    # before its SETTLEMENT.
     _sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
                        lambda rows: rows.sort("source_file", "source_row", "check"))
     _sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
