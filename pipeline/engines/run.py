@@ -245,10 +245,10 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     `log_row` numbers the rows of the log as read. `started`: the run's start, the present of
     TIMESTAMP unless `Options.as_of` says otherwise.
 
-    This thread only reads each piece as text; a second one parses, replays and takes it apart
+    This thread reads each piece, parses and replays it in one query; a second one takes it apart
     (`_take_apart`) while the next piece is read: the two overlap, and no more than two pieces are
-    held at once. A CSV piece's text is most of its work, and was the pace of the read when this
-    thread parsed and replayed it too (docs/performance.md)."""
+    held at once. The taking apart is the larger half: the parse and the replay belong with the read
+    to even them out (docs/performance.md)."""
     for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
@@ -269,12 +269,12 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         for i in range(count):
             piece = pieces.popleft()
             options.on_phase("reading and checking each round", i, count)
-            text = ingest.collect(log.path, [piece.with_row_index("log_row", offset=rows)])[0]
-            rows += text.height
+            frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
+                                                       options.profile, log.notation)])[0]
+            rows += frame.height
             if taken is not None:
                 taken.result()  # a failure there is raised here
-            taken = behind.submit(copy_context().run, _take_apart, text, f"{i:06d}", log, staging, singles, read,
-                                  options.profile)
+            taken = behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)
         if taken is not None:
             taken.result()
     require_rows(log, rows)
@@ -292,12 +292,11 @@ def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
     return list(log.pieces(min(sizes.read_rows, sizes.piece_rows)))
 
 
-def _take_apart(text: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
-                read: _Read, profile: str) -> None:
-    """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) parsed and replayed (see
-    `_read_once`; `profile` where a row names none), staged as `name`, its quarantine and per-round
-    findings written, its counts, fairness cells and contract counts added to `read`."""
-    frame = ingest.collect(log.path, [prepared(text.lazy(), profile, log.notation)])[0]
+def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
+                read: _Read) -> None:
+    """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) and `prepared` (see
+    `_read_once`), staged as `name`, its quarantine and per-round findings written, its counts,
+    fairness cells and contract counts added to `read`."""
     ingest.write_parquet(frame.select(STAGED_COLUMNS), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
