@@ -245,10 +245,10 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     `log_row` numbers the rows of the log as read. `started`: the run's start, the present of
     TIMESTAMP unless `Options.as_of` says otherwise.
 
-    This thread reads each piece, parses and replays it in one query; a second one takes it apart
-    (`_take_apart`) while the next piece is read: the two overlap, and no more than two pieces are
-    held at once. The taking apart is the larger half: the parse and the replay belong with the read
-    to even them out (docs/performance.md)."""
+    This thread reads each piece, parses and replays it in one query; while the next piece is read, a
+    second thread takes it apart (`_take_apart`) and a third checks its shoes (`integrity.InLogOrder`,
+    which needs the pieces in log order): the three overlap, and no more than two pieces are held at
+    once. Apart, the taking apart and the shoes were the slower half of the read (docs/performance.md)."""
     for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
@@ -264,19 +264,21 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
     count = len(pieces)
-    with ThreadPoolExecutor(max_workers=1) as behind:
-        taken = None
+    with ThreadPoolExecutor(max_workers=1) as behind, ThreadPoolExecutor(max_workers=1) as shoes:
+        taken: list = []
         for i in range(count):
             piece = pieces.popleft()
             options.on_phase("reading and checking each round", i, count)
             frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
                                                        options.profile, log.notation)])[0]
             rows += frame.height
-            if taken is not None:
-                taken.result()  # a failure there is raised here
-            taken = behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)
-        if taken is not None:
-            taken.result()
+            for done in taken:
+                done.result()  # a failure there is raised here
+            taken = [behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)]
+            if in_log_order is not None:
+                taken.append(shoes.submit(copy_context().run, in_log_order.add, frame))
+        for done in taken:
+            done.result()
     require_rows(log, rows)
     if in_log_order is not None:
         in_log_order.finish()
@@ -313,8 +315,6 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     read.profiles.update(done["profiles"]["profile"])
     if read.levels:
         read.fairness.append(done["fairness"])
-    if read.integrity is not None:
-        read.integrity.add(frame)
     if singles is not None:
         read.contract.append(singles.count(frame))
 
