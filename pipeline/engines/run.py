@@ -188,15 +188,26 @@ class Result:
         return self.summary["exit_code"]
 
 
-STAGED = "rounds.staged"  # every row's STAGED_COLUMNS, in pieces, read by the checks across rounds; never published
-#: What is staged of each row: its place and ids, and the replay's columns that the checks across rounds
-#: (duplicates, and `integrity` where the shoes are out of log order) and the settlement read. The text
-#: of cards, totals and outcome is not: what quotes it (the per-round findings, the quarantine, the
-#: contract's counts) is taken from the frame read.
-STAGED_COLUMNS = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
-                  "hand_no", "dealt_at", utc_column("dealt_at"), "profile", "burn_cards", "cancelled_cards",
-                  *map(ingest.code_column, ingest.CARD_COLUMNS), "player_drew", "banker_drew", "natural",
-                  "player_final", "banker_final", "result")
+STAGED = "rounds.staged"  # each row's `staged_columns`, in pieces, read by the checks across rounds; never published
+#: What is staged of each row, by what reads it back. The text of cards, totals and outcome is not:
+#: what quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the
+#: frame read. Every run: the places and ids that duplicates and the evidence read.
+STAGED_KEYED = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
+                "hand_no", "dealt_at")
+_CODES = tuple(map(ingest.code_column, ingest.CARD_COLUMNS))
+#: With the checks across rounds: what `integrity` reads where the shoes are out of log order.
+STAGED_FOR_SHOES = ("profile", utc_column("dealt_at"), "burn_cards", "cancelled_cards", *_CODES, "player_drew",
+                    "banker_drew")
+#: With bets: the replay's facts that the settlement reads (`settlement.round_facts`).
+STAGED_FOR_BETS = ("profile", *_CODES, "player_drew", "banker_drew", "natural", "player_final", "banker_final",
+                   "result")
+
+
+def staged_columns(options: Options) -> list[str]:
+    """The columns staged of each row in a run with `options`: only what its checks read back."""
+    wanted = [*STAGED_KEYED, *(STAGED_FOR_SHOES if options.across_rounds else ()),
+              *(STAGED_FOR_BETS if options.bets is not None else ())]
+    return list(dict.fromkeys(wanted))
 
 
 @dataclass(frozen=True)
@@ -235,13 +246,14 @@ class _Read:
     contract: list[dict]
     profiles: set[str | None]
     integrity: integrity.InLogOrder | None  # the integrity checks run in the read, for a log dealt shoe after shoe
+    staged: list[str]  # the columns staged of each row (`staged_columns`)
 
 
 def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime) -> _Read:
     """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
     replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
     fairness cells and contract counts taken, its shoes checked as they are completed (`_Read.integrity`),
-    and the columns of its rows that the checks across rounds and the bets read staged (`STAGED_COLUMNS`).
+    and the columns of its rows that the checks across rounds and the bets read staged (`staged_columns`).
     `log_row` numbers the rows of the log as read. `started`: the run's start, the present of
     TIMESTAMP unless `Options.as_of` says otherwise.
 
@@ -259,7 +271,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
             return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
-    read, rows = _Read([], levels, [], [], set(), in_log_order), 0
+    read, rows = _Read([], levels, [], [], set(), in_log_order, staged_columns(options)), 0
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
@@ -299,7 +311,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) and `prepared` (see
     `_read_once`), staged as `name`, its quarantine and per-round findings written, its counts,
     fairness cells and contract counts added to `read`."""
-    ingest.write_parquet(frame.select(STAGED_COLUMNS), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+    ingest.write_parquet(frame.select(read.staged), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
