@@ -229,6 +229,7 @@ class _Queries:
 
 
 BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
+_NO_ROUND = pl.Series("round_id", [], pl.String)  # where no round quarantined is looked up
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
@@ -382,8 +383,7 @@ def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piec
                                 staging / "bets.left")
     _settle_left(left, bet_log.path, label, pieces, names, run, staging, ranked, keep)
     if not counts:  # no bet in scope (a narrowing that keeps none): empty outputs, not missing ones
-        no_round = pl.Series("round_id", [], pl.String)
-        keep(run.frame(settlement.settle(bet_pieces[0].clear(), settlement.round_facts(pieces[0]).clear(), no_round,
+        keep(run.frame(settlement.settle(bet_pieces[0].clear(), settlement.round_facts(pieces[0]).clear(), _NO_ROUND,
                                          names, ranked), bet_log.path), "none")
     # DUPLICATE_BET beside them: a bet_id's copies may sit anywhere in the bet log.
     # Each bet given its place in log order (`log_row`: its piece above its row in the piece), for the
@@ -423,7 +423,6 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     at most `Tuning.window_pieces` pieces."""
     window, left, j = [], [], 0
     left_over.mkdir()
-    no_round = pl.Series("round_id", [], pl.String)
     most = tuning.current().window_pieces
     bet_label, label = labels
     while bet_pieces:
@@ -451,7 +450,7 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
             last = keys.filter(hit)[-1]
             window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
         if found is not None and found.height:
-            keep(run.frame(settlement.settle_beside(found.lazy(), no_round, names, ranked), bet_label),
+            keep(run.frame(settlement.settle_beside(found.lazy(), _NO_ROUND, names, ranked), bet_label),
                  f"in-order-{j:06d}")
         if unfound.height:
             unfound.write_parquet(left_over / f"{j:06d}.parquet")
@@ -502,18 +501,18 @@ def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pie
                                          of_ids, names, ranked), bet_label), f"{k:06d}")
 
 
-def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int) -> list[pl.LazyFrame]:
-    """The bet log in pieces of `rows` bets (counted from Parquet metadata or CSV line ends). Under a
-    narrowing of the round log, only the bets of the rounds it keeps, quarantined ones included: the
-    others are outside the question asked, not bets of rounds missing from the log (which they would
-    be reported as)."""
-    pieces = list(bet_log.pieces(rows))
+def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, *rows: int) -> list[list[pl.LazyFrame]]:
+    """The bet log cut in pieces of each of `rows` bets (counted from Parquet metadata or CSV line
+    ends), a list of pieces for each. Under a narrowing of the round log, only the bets of the rounds
+    it keeps, quarantined ones included: the others are outside the question asked, not bets of rounds
+    missing from the log (which they would be reported as)."""
+    cuts = [list(bet_log.pieces(size)) for size in rows]
     if not selection:
-        return pieces
+        return cuts
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
     # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
     in_scope = pl.col("round_id").is_in(kept["round_id"].implode())
-    return [piece.filter(in_scope) for piece in pieces]
+    return [[piece.filter(in_scope) for piece in pieces] for pieces in cuts]
 
 
 
@@ -645,10 +644,11 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
     return [parts.read(run.staging / name, k, schema) for k in parts.filled(run.staging / name)]
 
 
-def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame], names: list[str],
-           options: Options, started: datetime, staging: Path, read: _Read
-           ) -> tuple[dict[str, pl.DataFrame], dict[str, expectations.Counted]]:
-    """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`); returns
+def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame],
+           settle_pieces: list[pl.LazyFrame], names: list[str], options: Options, started: datetime, staging: Path,
+           read: _Read) -> tuple[dict[str, pl.DataFrame], dict[str, expectations.Counted]]:
+    """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`, and cut
+    as the one read cut the round log, `settle_pieces`: see `_check_bets`); returns
     the small frames the summary needs, with what the one read (`read`) counted, and by contract what
     its expectations need that was counted on the way (`expectations.Counted`)."""
     run, label = _Queries(staging), log.path
@@ -679,10 +679,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     if bet_log is not None:
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
-        sizes = tuning.current()
-        settle_pieces = deque(bets_in_scope(bet_log, options.selection, staging, min(sizes.read_rows, sizes.piece_rows)))
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
-        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
+        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, deque(settle_pieces), label, pieces, names, run,
                                                         staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     if read.levels:
@@ -713,9 +711,12 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         read = _read_once(log, options, staging, started)
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
-        bet_pieces = (bets_in_scope(bet_log, options.selection, staging, tuning.current().piece_rows)
-                      if bet_log is not None else [])
-        counted, on_the_way = _check(log, bet_log, bet_pieces, names, options, started, staging, read)
+        sizes = tuning.current()
+        # Cut as the checks across rounds cut a log, and as the one read cut the round log.
+        bet_pieces, settle_pieces = (bets_in_scope(bet_log, options.selection, staging, sizes.piece_rows,
+                                                   min(sizes.read_rows, sizes.piece_rows))
+                                     if bet_log is not None else ([], []))
+        counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging, log.ranked)
         if tests is not None:
