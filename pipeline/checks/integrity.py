@@ -316,18 +316,25 @@ def _keys_over(held: pl.DataFrame, names: list[str], listed: int, decks: int | N
     by sorting; a hash group-by of the 64-bit keys took several times as long."""
     width = pl.UInt32 if held.height * _SHOE_KEY < 2**32 else pl.UInt64
     runs = (pl.col("shoe") != pl.col("shoe").shift(1)).fill_null(True)
-    numbered = held.lazy().select(names, run=(runs.cum_sum() - 1).cast(width))
-    of_rounds = [numbered.select("run", card=name).explode("card") for name in names[:listed]]
-    of_rounds += [numbered.select("run", card=name) for name in names[listed:]]
-    keys = pl.concat(of_rounds).filter(pl.col("card").is_not_null() & (pl.col("card") % 8 != 0)).select(
-        pl.col("run") * _SHOE_KEY + pl.col("card").cast(width)).collect().to_series().to_numpy()
+    run = held.select((runs.cum_sum() - 1).cast(width)).to_series().to_numpy()
+    # The dealt cards, a column each, keyed as one array; a card not dealt (0) or without a suit (a
+    # multiple of 8) is counted too, and left out of what is found: cheaper than leaving it out first.
+    dealt = held.select(pl.col(names[listed:]).fill_null(0)).to_numpy()
+    keys = [(run[:, None] * _SHOE_KEY + dealt).ravel()]
+    if listed:
+        numbered = held.select(names[:listed]).with_columns(pl.Series("run", run)).lazy()
+        keys.append(pl.concat([numbered.select("run", card=name).explode("card") for name in names[:listed]])
+                    .filter(pl.col("card").is_not_null()).select(pl.col("run") * _SHOE_KEY + pl.col("card").cast(width))
+                    .collect().to_series().to_numpy())
+    keys = np.concatenate(keys)
     if decks is None or not keys.size:
-        over = pl.Series(keys[:0], dtype=width)
+        over = keys[:0]
     elif held.select(runs.sum()).item() * _SHOE_KEY <= 2 * keys.size:
-        over = pl.Series(np.flatnonzero(np.bincount(keys) > decks), dtype=width)
+        over = np.flatnonzero(np.bincount(keys) > decks)
     else:
         values, counts = np.unique(keys, return_counts=True)
-        over = pl.Series(values[counts > decks], dtype=width)
+        over = values[counts > decks]
+    over = pl.Series(over[over % 8 != 0], dtype=width)
     shoes = held.filter(runs)["shoe"].cast(pl.UInt64)  # each run's shoe code
     return shoes.gather(over // _SHOE_KEY) * _SHOE_KEY + (over % _SHOE_KEY).cast(pl.UInt64)
 
