@@ -501,18 +501,21 @@ def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pie
                                          of_ids, names, ranked), bet_label), f"{k:06d}")
 
 
-def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, *rows: int) -> list[list[pl.LazyFrame]]:
-    """The bet log cut in pieces of each of `rows` bets (counted from Parquet metadata or CSV line
-    ends), a list of pieces for each. Under a narrowing of the round log, only the bets of the rounds
-    it keeps, quarantined ones included: the others are outside the question asked, not bets of rounds
-    missing from the log (which they would be reported as)."""
-    cuts = [list(bet_log.pieces(size)) for size in rows]
+def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int, read_rows: int
+                  ) -> tuple[list[pl.LazyFrame], deque[pl.LazyFrame]]:
+    """The bet log in pieces of `rows` bets (counted from Parquet metadata or CSV line ends), and in
+    pieces of `read_rows` as a queue, to be let go of as they are read: a piece, once collected, holds
+    its scan's file metadata, and a list held it for every piece (docs/performance.md). Under a
+    narrowing of the round log, only the bets of the rounds it keeps, quarantined ones included: the
+    others are outside the question asked, not bets of rounds missing from the log (which they would
+    be reported as)."""
+    pieces, read = list(bet_log.pieces(rows)), deque(bet_log.pieces(read_rows))
     if not selection:
-        return cuts
+        return pieces, read
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
     # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
     in_scope = pl.col("round_id").is_in(kept["round_id"].implode())
-    return [[piece.filter(in_scope) for piece in pieces] for pieces in cuts]
+    return [piece.filter(in_scope) for piece in pieces], deque(piece.filter(in_scope) for piece in read)
 
 
 
@@ -645,7 +648,7 @@ def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, na
 
 
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame],
-           settle_pieces: list[pl.LazyFrame], names: list[str], options: Options, started: datetime, staging: Path,
+           settle_pieces: deque[pl.LazyFrame], names: list[str], options: Options, started: datetime, staging: Path,
            read: _Read) -> tuple[dict[str, pl.DataFrame], dict[str, expectations.Counted]]:
     """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`, and cut
     as the one read cut the round log, `settle_pieces`: see `_check_bets`); returns
@@ -680,7 +683,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
-        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, deque(settle_pieces), label, pieces, names, run,
+        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
                                                         staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     if read.levels:
@@ -715,7 +718,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         # Cut as the checks across rounds cut a log, and as the one read cut the round log.
         bet_pieces, settle_pieces = (bets_in_scope(bet_log, options.selection, staging, sizes.piece_rows,
                                                    min(sizes.read_rows, sizes.piece_rows))
-                                     if bet_log is not None else ([], []))
+                                     if bet_log is not None else ([], deque()))
         counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
         tests = fairness_tests(counted, options, staging, log.ranked)
