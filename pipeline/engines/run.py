@@ -441,17 +441,17 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
                 break
             hit = hit | more
         if not hit.any():
-            found, unfound = None, bets
+            unfound = bets
         else:
             beside = bets.with_columns(id_key=keys).join(pl.concat(window).rename({"round_id": "id_of_round"}),
-                                                         on="id_key", how="left").drop("id_key")
+                                                         on="id_key", how="left")
             same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
-            found, unfound = beside.filter(same).drop("id_of_round"), beside.filter(~same).select(bets.columns)
+            unfound = beside.filter(~same).select(bets.columns)
+            if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
+                keep(run.frame(settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked),
+                               bet_label), f"in-order-{j:06d}")
             last = keys.filter(hit)[-1]
             window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
-        if found is not None and found.height:
-            keep(run.frame(settlement.settle_beside(found.lazy(), _NO_ROUND, names, ranked), bet_label),
-                 f"in-order-{j:06d}")
         if unfound.height:
             unfound.write_parquet(left_over / f"{j:06d}.parquet")
             left.append((left_over / f"{j:06d}.parquet", unfound.height))
