@@ -217,8 +217,13 @@ def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(
     pl.concat([sample.with_columns(pl.col("round_id") + f"-{i}") for i in range(250)]).write_parquet(
         tmp_path / "rounds.parquet")  # 500,000 rounds: a run of a few seconds
     out = tmp_path / "out"
-    running = subprocess.Popen([sys.executable, "-m", "baccarat_audit", "audit", str(tmp_path / "rounds.parquet"),
-                                "--out", str(out), "--quiet", "--no-contract"], stderr=subprocess.PIPE, text=True)
+    # Started with SIGHUP at its default, as a terminal starts a run: a suite run under nohup hands down
+    # SIG_IGN, which the run rightly keeps (test_stops: a run under nohup outlives its terminal).
+    hang_up_default = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+                       "os.execv(sys.argv[1], sys.argv[1:])")
+    running = subprocess.Popen([sys.executable, "-c", hang_up_default, sys.executable, "-m", "baccarat_audit", "audit",
+                                str(tmp_path / "rounds.parquet"), "--out", str(out), "--quiet", "--no-contract"],
+                               stderr=subprocess.PIPE, text=True)
     while not list(out.glob(".audit-*")) and running.poll() is None:  # the run is under way
         time.sleep(0.01)
     running.send_signal(getattr(signal, stop))

@@ -15,9 +15,11 @@ INSTALLED = "import sys, time\nfrom pathlib import Path\nfrom baccarat_audit imp
 
 
 def stopped(body: str, stop: str = "SIGTERM", first: str = INSTALLED) -> subprocess.CompletedProcess:
-    """Run `first` and `body` in Python; once it prints 'ready', send it `stop`. The process, with
+    """Run `first` and `body` in Python, SIGHUP at its default as a terminal leaves it (a suite run
+    under nohup would hand down SIG_IGN); once it prints 'ready', send it `stop`. The process, with
     what it printed on stdout after 'ready'."""
-    running = subprocess.Popen([sys.executable, "-c", first + textwrap.dedent(body)], cwd=ROOT,
+    hang_up_default = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+    running = subprocess.Popen([sys.executable, "-c", hang_up_default + first + textwrap.dedent(body)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert running.stdout.readline() == "ready\n"
