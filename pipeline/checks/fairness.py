@@ -162,19 +162,21 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
 
 def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
                         ) -> Iterator[pl.DataFrame]:
-    """`statistics` of `counts`, in its order (level, group, test), a chunk of groups at a time and the
-    table level last and whole. Only the table level's tests are corrected together, so the other
-    levels' rows are the same whichever groups share a chunk. Their rows grow with the log (seven a
-    shoe): held at once, they were the peak of the audit of 30M rounds."""
-    counts = counts.sort("level", "group")
-    # The table level is one run of the sorted rows; the others are taken as slices around it, not as a
-    # filtered copy of every shoe's counts.
-    first, last = (counts["level"].search_sorted("table", side) for side in ("left", "right"))
+    """`statistics` of `counts` (as `group_counts` makes them: each level one run of rows, its groups
+    in order), in the order (level, group, test), a chunk of groups at a time and the table level last
+    and whole. Only the table level's tests are corrected together, so the other levels' rows are the
+    same whichever groups share a chunk. Their rows grow with the log (seven a shoe): held at once,
+    they were the peak of the audit of 30M rounds; each level is taken as a slice of `counts`, not
+    as a sorted copy of every shoe's counts."""
+    level = counts["level"]
+    starts = [0, *(level.ne_missing(level.shift(1)).arg_true()[1:].to_list())] if counts.height else []
+    runs = {level[start]: (start, end - start) for start, end in zip(starts, [*starts[1:], counts.height])}
     chunk = tuning.current().chunk_groups
-    for others in (counts.slice(0, first), counts.slice(last)):
-        for start in range(0, others.height, chunk):
-            yield statistics(others.slice(start, chunk), threshold, skipped)
-    yield statistics(counts.slice(first, last - first), threshold, skipped)
+    for start, rows in (runs[name] for name in sorted(runs) if name != "table"):
+        for first in range(start, start + rows, chunk):
+            yield statistics(counts.slice(first, min(chunk, start + rows - first)), threshold, skipped)
+    start, rows = runs.get("table", (0, 0))
+    yield statistics(counts.slice(start, rows), threshold, skipped)
 
 
 def _benjamini_hochberg(p_values: list[float]) -> list[float]:

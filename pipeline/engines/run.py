@@ -261,7 +261,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     This thread reads each piece, parses and replays it in one query; while the next piece is read, a
     second thread takes it apart (`_take_apart`) and a third checks its shoes (`integrity.InLogOrder`,
     which needs the pieces in log order): the three overlap, and no more than two pieces are held at
-    once. Apart, the taking apart and the shoes were the slower half of the read (docs/performance.md)."""
+    once. The parse and the replay are this thread's, and the shoes have a thread of their own, since
+    the thread that took pieces apart was the slower by far (docs/performance.md)."""
     for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
         (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
@@ -688,6 +689,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         counted |= bet_counts
     if read.levels:
         counted["fairness"] = fairness.add_up(read.fairness, read.levels)
+        read.fairness.clear()  # a cell a shoe: not held twice through the tests
     return counted, on_the_way
 
 
@@ -812,16 +814,18 @@ def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, prof
 
 def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, ranked: bool = True
                    ) -> pl.DataFrame | None:
-    """Write fairness.parquet; return the table level's tests (None when the log has no table, dealer or
-    shoe; without the pair tests when its cards are written as points). The tests are written a chunk
-    at a time, then joined."""
+    """Write fairness.parquet from the cells in `counted` (taken out of it, as nothing else reads
+    them); return the table level's tests (None when the log has no table, dealer or shoe; without the
+    pair tests when its cards are written as points). The tests are written a chunk at a time, then
+    joined."""
     if "fairness" not in counted:
         return None
     levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
     decks_of = {name: profiles.load(name).decks for name in counted["fairness"]["profile"].unique()}
     (staging / "fairness.pieces").mkdir()
+    # The cells let go of once counted by group: a cell a shoe, they grow with the log.
     for i, tests in enumerate(fairness.statistics_by_chunk(
-            fairness.group_counts(counted["fairness"], decks_of, levels), options.fairness_threshold,
+            fairness.group_counts(counted.pop("fairness"), decks_of, levels), options.fairness_threshold,
             () if ranked else fairness.RANKED)):
         tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
     stored.scan(staging / "fairness.pieces").sink_parquet(staging / "fairness.parquet")
