@@ -88,11 +88,8 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
             safe = html_safe(column)
             column = safe if whole_ids else pl.when(column.str.contains(r"[^\x00-\x7f]")).then(safe).otherwise(
                 pl.when(column.is_not_null()).then(pl.lit("-"))).cast(pl.Categorical)
-        elif kinds[c] == "amount":  # a negative amount as that number: GX's check of the sign must see it
-            size = amount_e4(column, signed=True)
-            # "-0" is no amount the settlement takes (it quarantines a sign), nor below 0: unreadable.
-            read = pl.when(~(column.str.starts_with("-") & (size == 0))).then(size)
-            column = pl.when(column.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
+        elif kinds[c] == "amount":
+            column = amount_value(column)
         elif kinds[c] == "timestamp":
             utc = utc_column(c)
             if utc not in frame.collect_schema():  # the audit's rows have it read already
@@ -101,6 +98,15 @@ def view(frame: pl.LazyFrame, present: frozenset[str], contract_name: str, whole
                 pl.col(utc).dt.epoch("s"))
         shaped.append(column.alias(c))
     return frame.select(shaped)
+
+
+def amount_value(text: pl.Expr) -> pl.Expr:
+    """A value of an amount column as the view has it: in 1/10,000, a negative amount as that number
+    (GX's check of the sign must see it), UNREADABLE where the text is no amount."""
+    size = amount_e4(text, signed=True)
+    # "-0" is no amount the settlement takes (it quarantines a sign), nor below 0: unreadable.
+    read = pl.when(~(text.str.starts_with("-") & (size == 0))).then(size)
+    return pl.when(text.is_not_null() & read.is_null()).then(UNREADABLE).otherwise(read)
 
 
 def set_value(text: pl.Expr) -> pl.Expr:

@@ -17,13 +17,17 @@ import polars as pl
 
 from ..inputs import ingest
 from ..inputs.ids import outside_ascii
-from .contract import (EXAMPLES, SET_KINDS, Subject, Window, as_read, column_of, expectations_of, is_unique,
-                       set_value, view)
+from .contract import (EXAMPLES, SET_KINDS, Subject, Window, amount_value, as_read, column_of, expectations_of,
+                       is_unique, set_value, view)
 from ..outputs.shown import kept_short
 
 #: Each expectation type the suites use about single values: kwargs -> the rows it does not expect
 #: (null where a value is missing, which GX leaves out of a column map expectation's count).
 Unexpected = Callable[[pl.Expr, dict], pl.Expr]
+#: The kinds of column judged on their distinct values, and each one's value as the view has it: a log
+#: holds few of them (cards, totals, outcomes; stakes and payouts in chips), and each is a function
+#: of the text alone.
+BY_VALUE: dict[str, Callable[[pl.Expr], pl.Expr]] = {**dict.fromkeys(SET_KINDS, set_value), "amount": amount_value}
 
 
 def _between(value: pl.Expr, kwargs: dict) -> pl.Expr:
@@ -123,9 +127,9 @@ class Singles:
     present: frozenset[str]
     flags: dict[int, pl.Expr]
     columns: dict[int, str]
-    by_row: dict[int, str]  # the flags judged row by row (ids, times): the rest are of SET_KINDS columns
-    of_sets: dict[str, list[int]]  # each column of SET_KINDS and the flags judged on its distinct values
-    as_set_values: dict[str, pl.Expr]  # each of those columns as the view has it (`set_value`)
+    by_row: dict[int, str]  # the flags judged row by row (ids, times): the rest are of BY_VALUE's kinds
+    of_sets: dict[str, list[int]]  # each column of BY_VALUE's kinds and the flags judged on its distinct values
+    as_set_values: dict[str, pl.Expr]  # each of those columns as the view has it (`BY_VALUE`)
 
     @classmethod
     def of(cls, contract_name: str, present: frozenset[str], window: Window) -> Singles:
@@ -146,16 +150,16 @@ class Singles:
         kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
         of_sets: dict[str, list[int]] = {}
         for i, c in sorted(columns.items(), key=lambda item: item[1]):
-            if kinds[c] in SET_KINDS:
+            if kinds[c] in BY_VALUE:
                 of_sets.setdefault(c, []).append(i)
         return cls(contract_name, present, flags, columns,
-                   {i: c for i, c in columns.items() if kinds[c] not in SET_KINDS}, of_sets,
-                   {c: set_value(pl.col(c)) for c in of_sets})
+                   {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, of_sets,
+                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in of_sets})
 
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
-        it), each flag's count and its first unexpected values. A column of a small set of values
-        (cards, totals, outcomes) is judged on its distinct values with their counts (in a log of
+        it), each flag's count and its first unexpected values. A column of few values (cards, totals,
+        outcomes, amounts: `BY_VALUE`) is judged on its distinct values with their counts (in a log of
         millions of rounds they are a few hundred), every flag of it in one query; its rows are read
         for examples only when one is unexpected."""
         counted: dict[str, object] = {"rows": rows.height}
