@@ -128,8 +128,8 @@ class Singles:
     flags: dict[int, pl.Expr]
     columns: dict[int, str]
     by_row: dict[int, str]  # the flags judged row by row (ids, times): the rest are of BY_VALUE's kinds
-    of_sets: dict[str, list[int]]  # each column of BY_VALUE's kinds and the flags judged on its distinct values
-    as_set_values: dict[str, pl.Expr]  # each of those columns as the view has it (`BY_VALUE`)
+    by_value: dict[str, list[int]]  # each column of BY_VALUE's kinds and the flags judged on its distinct values
+    as_values: dict[str, pl.Expr]  # each of those columns as the view has it (`BY_VALUE`)
 
     @classmethod
     def of(cls, contract_name: str, present: frozenset[str], window: Window) -> Singles:
@@ -148,13 +148,13 @@ class Singles:
                 continue
             columns[index] = column_of(expectation)
         kinds = {c: spec["kind"] for c, spec in ingest.contract(contract_name)["meta"]["columns"].items()}
-        of_sets: dict[str, list[int]] = {}
+        by_value: dict[str, list[int]] = {}
         for i, c in sorted(columns.items(), key=lambda item: item[1]):
             if kinds[c] in BY_VALUE:
-                of_sets.setdefault(c, []).append(i)
+                by_value.setdefault(c, []).append(i)
         return cls(contract_name, present, flags, columns,
-                   {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, of_sets,
-                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in of_sets})
+                   {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, by_value,
+                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in by_value})
 
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
@@ -164,9 +164,9 @@ class Singles:
         for examples only when one is unexpected."""
         counted: dict[str, object] = {"rows": rows.height}
         queries = [rows.lazy().select(pl.col(c).value_counts(name="rows")).unnest(c)
-                   .with_columns(self.as_set_values[c])
+                   .with_columns(self.as_values[c])
                    .select(pl.col("rows").filter(self.flags[i]).sum().alias(f"count {i}") for i in flagged)
-                   for c, flagged in self.of_sets.items()]
+                   for c, flagged in self.by_value.items()]
         if self.by_row:
             shaped = view(rows.lazy(), frozenset(self.by_row.values()), self.contract_name, whole_ids=True)
             queries.append(shaped.select(
@@ -175,10 +175,10 @@ class Singles:
                   for i, c in self.by_row.items())))
         for found in pl.collect_all(queries):
             counted |= found.row(0, named=True)
-        for column, flagged in self.of_sets.items():
+        for column, flagged in self.by_value.items():
             for i in flagged:
                 counted[f"first {i}"] = [] if not counted[f"count {i}"] else rows.lazy().select(
-                    self.as_set_values[column]).filter(self.flags[i]).head(EXAMPLES).collect()[column].cast(
+                    self.as_values[column]).filter(self.flags[i]).head(EXAMPLES).collect()[column].cast(
                     pl.String).to_list()
         return counted
 

@@ -168,9 +168,9 @@ def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHO
     same whichever groups share a chunk. Their rows grow with the log (seven a shoe): held at once,
     they were the peak of the audit of 30M rounds; each level is taken as a slice of `counts`, not
     as a sorted copy of every shoe's counts."""
-    level = counts["level"]
-    starts = [0, *(level.ne_missing(level.shift(1)).arg_true()[1:].to_list())] if counts.height else []
-    runs = {level[start]: (start, end - start) for start, end in zip(starts, [*starts[1:], counts.height])}
+    runs, start = {}, 0
+    for run in counts["level"].rle().to_list():  # each level's run of rows: its first row and length
+        runs[run["value"]], start = (start, run["len"]), start + run["len"]
     chunk = tuning.current().chunk_groups
     for start, rows in (runs[name] for name in sorted(runs) if name != "table"):
         for first in range(start, start + rows, chunk):
