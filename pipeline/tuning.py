@@ -32,6 +32,9 @@ class Tuning:
     split_row_group: int = 8192
     #: Groups (shoes, mostly) whose fairness tests are computed at once (`fairness.statistics_by_chunk`).
     chunk_groups: int = 10_000
+    #: Fairness cells (a shoe's rounds under one profile, mostly) a level's groups are counted from at
+    #: once (`run.fairness_tests`): a log of more is tested a part of its groups at a time.
+    cells_per_part: int = 100_000
     #: Rows Great Expectations checks at once (`contract`): it keeps every expectation's work on every row.
     batch_rows: int = 500_000
     #: Pieces of round facts (`read_rows` each) held beside a piece of bets (`run._settle_in_log_order`):

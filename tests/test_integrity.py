@@ -160,13 +160,16 @@ def test_recorded_outcomes_are_tested_beside_the_replayed_and_their_disagreement
     assert clean["disagree"] == [] and clean["recorded_flagged"] == []
 
 
-def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path):
-    """Chunks of 7 shoes: the rows, their order, every figure and the table level's correction are
-    the same, to the last bit."""
+@pytest.mark.parametrize("sizes", [Tuning(chunk_groups=7), Tuning(chunk_groups=7, cells_per_part=40)])
+def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faulted_log, tmp_path, sizes):
+    """Chunks of 7 shoes, and their cells in parts of 40 (a part of the shoes and dealers, by hash,
+    at a time; merged back in order): the rows, their order, every figure and the table level's
+    correction are the same, to the last bit."""
     run.audit(faulted_log["parquet"], tmp_path / "whole", QUICK)
-    result = run.audit(faulted_log["parquet"], tmp_path / "chunked", replace(QUICK, tuning=Tuning(chunk_groups=7)))
+    result = run.audit(faulted_log["parquet"], tmp_path / "chunked", replace(QUICK, tuning=sizes))
     whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
     assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
+    assert whole["level"].unique(maintain_order=True).to_list() == ["shoe", "table"]
     assert_frame_equal(whole, chunked, check_exact=True)
     tables = whole.filter(pl.col("level") == "table")
     assert [(t["group"], t["test"]) for t in result.summary["fairness"]["tables"]] == list(
@@ -265,6 +268,23 @@ def test_integrity_finds_the_same_on_rounds_out_of_log_order(tmp_path):
     expected = [("C", "SHOE_SEQUENCE", "copy 2"), ("C", "TIMESTAMP", "2026-11-01T10:01:00Z")]
     assert found(rounds) == expected
     assert found(rounds.reverse()) == expected
+
+
+@pytest.mark.parametrize("back", [1, 17, 30])
+def test_a_shoe_that_comes_back_after_many_others_is_one_shoe(tmp_path, back):
+    """Thirty shoes dealt one after another, two hands each, read two rows at a time; then one of
+    them (the first, one in the middle, the last but one) deals its third hand. Read as it comes,
+    that hand would open a shoe of its own and be a gap; the audit sees the shoe come back, however
+    long ago its run of rows ended, and checks it whole: no finding."""
+    rows = [(f"S{shoe}", hand) for shoe in range(1, 31) for hand in (1, 2)] + [(f"S{back}", 3)]
+    path = tmp_path / "rounds.csv"
+    path.write_text("round_id,shoe_id,hand_no,dealt_at,player_card_1,banker_card_1,player_card_2,banker_card_2,"
+                    "player_card_3,banker_card_3\n" + "".join(
+                        f"R{i},{shoe},{hand},2026-11-01T10:{i // 60:02d}:{i % 60:02d}Z,4H,KS,5D,QC,,\n"
+                        for i, (shoe, hand) in enumerate(rows)))
+    result = run.audit(path, tmp_path / "out", replace(QUICK, tuning=Tuning(piece_rows=2, read_rows=2)))
+    assert result.summary["checks"]["SHOE_SEQUENCE"] == "ran"
+    assert _findings(tmp_path / "out").height == 0
 
 
 def test_a_window_that_begins_mid_shoe_is_not_a_gap_at_the_start_of_the_shoe(tmp_path):

@@ -76,11 +76,6 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
         pl.len().alias("rounds"), *(pl.col(name).sum() for name in flags))
 
 
-def add_up(counts: list[pl.DataFrame], levels: list[str]) -> pl.DataFrame:
-    """`observed_counts` of several pieces of a log as the counts of the whole (counts add up)."""
-    return pl.concat(counts).group_by(*levels, "profile").agg(pl.exclude(*levels, "profile").sum())
-
-
 def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str]) -> pl.DataFrame:
     """Per level and group: rounds, and per statistic the observed count, expected count and variance.
 
@@ -162,21 +157,15 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
 
 def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
                         ) -> Iterator[pl.DataFrame]:
-    """`statistics` of `counts` (as `group_counts` makes them: each level one run of rows, its groups
-    in order), in the order (level, group, test), a chunk of groups at a time and the table level last
-    and whole. Only the table level's tests are corrected together, so the other levels' rows are the
-    same whichever groups share a chunk. Their rows grow with the log (seven a shoe): held at once,
-    they were the peak of the audit of 30M rounds; each level is taken as a slice of `counts`, not
-    as a sorted copy of every shoe's counts."""
-    runs, start = {}, 0
-    for run in counts["level"].rle().to_list():  # each level's run of rows: its first row and length
-        runs[run["value"]], start = (start, run["len"]), start + run["len"]
-    chunk = tuning.current().chunk_groups
-    for start, rows in (runs[name] for name in sorted(runs) if name != "table"):
-        for first in range(start, start + rows, chunk):
-            yield statistics(counts.slice(first, min(chunk, start + rows - first)), threshold, skipped)
-    start, rows = runs.get("table", (0, 0))
-    yield statistics(counts.slice(start, rows), threshold, skipped)
+    """`statistics` of `counts` of one level (`group_counts` of it, its groups in order), in the order
+    (group, test), a chunk of groups at a time; the table level whole, since only its tests are
+    corrected together: the other levels' rows are the same whichever groups share a chunk. Their
+    rows grow with the log (seven a shoe), and held at once they were the peak of a large audit.
+    At least one chunk, empty for a level without a group, so that the tests have their columns."""
+    whole = not counts.height or counts["level"][0] == "table"
+    step = max(counts.height, 1) if whole else tuning.current().chunk_groups
+    for first in range(0, max(counts.height, 1), step):
+        yield statistics(counts.slice(first, step), threshold, skipped)
 
 
 def _benjamini_hochberg(p_values: list[float]) -> list[float]:

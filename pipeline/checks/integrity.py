@@ -483,6 +483,30 @@ def _kinds(found: dict[str, list[pl.LazyFrame]], run_started: datetime) -> list[
     return [kind for code, make in write_ups.items() if code in found for kind in make()]
 
 
+class _Hashes:
+    """A set of 64-bit hashes (one per shoe of the log) as a few sorted numpy runs, merged as they come
+    to be of like size, so each hash is merged again only a logarithmic number of times. A set of
+    Python ints held about ten times the bytes, and the audit's memory grew with the shoes."""
+
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    def add(self, hashes: np.ndarray) -> None:
+        """Add `hashes`, sorted and none of them held yet."""
+        self.runs.append(hashes)
+        while len(self.runs) > 1 and self.runs[-2].size <= 2 * self.runs[-1].size:
+            last = self.runs.pop()
+            self.runs[-1] = np.sort(np.concatenate([self.runs[-1], last]))
+
+    def has_any(self, hashes: np.ndarray) -> bool:
+        """Whether any of `hashes` is held."""
+        for run in self.runs:
+            at = np.searchsorted(run, hashes).clip(max=run.size - 1)
+            if (run[at] == hashes).any():
+                return True
+        return False
+
+
 class InLogOrder:
     """The integrity checks run as the log is read, a piece at a time in log order, for a log dealt
     shoe after shoe (each shoe one run of rows): the checks on one round (`_WriteUp.where`) on each
@@ -509,7 +533,7 @@ class InLogOrder:
         self.run_started, self.decks_for, self.scratch = run_started, decks_for, scratch
         self.decks: dict[str, int] = {}
         self.carry: pl.DataFrame | None = None
-        self.finished: set[int] = set()  # the hashes of the shoe_ids whose run of rows has ended
+        self.finished = _Hashes()  # the hashes of the shoe_ids whose run of rows has ended
         self.in_order = True
         self.written = 0
         scratch.mkdir(parents=True)
@@ -556,11 +580,11 @@ class InLogOrder:
         """The findings of the checks over shoes on `rounds`, whole shoes in log order, each one run of
         rows, the first rows of each named by `shoe_ids`: none, and `in_order` False, if a shoe was
         seen before."""
-        seen = set(shoe_ids.hash().to_list())
-        if len(seen) < shoe_ids.len() or not seen.isdisjoint(self.finished):
+        seen = np.unique(shoe_ids.hash().to_numpy())
+        if seen.size < shoe_ids.len() or self.finished.has_any(seen):
             self.in_order = False
             return []
-        self.finished |= seen
+        self.finished.add(seen)
         if not self.ran:
             return []
         head = (pl.col("shoe_id") != pl.col("shoe_id").shift(1)).fill_null(True)

@@ -188,6 +188,7 @@ class Result:
         return self.summary["exit_code"]
 
 
+CELLS = "fairness.cells"  # each piece's fairness cells (`fairness.observed_counts`); never published
 STAGED = "rounds.staged"  # each row's `staged_columns`, in pieces, read by the checks across rounds; never published
 #: What is staged of each row, by what reads it back. The text of cards, totals and outcome is not:
 #: what quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the
@@ -238,12 +239,11 @@ STAGING_PARQUET = {"compression": "lz4", "statistics": False}
 @dataclass
 class _Read:
     """What the one read of the log gathered, piece by piece: the counts the summary adds up (`tallies`),
-    the fairness cells (`fairness.observed_counts`), the contract's counts (`expectations.Singles`) and
-    the profiles named by its rows whose structure is sound (`profiles_in`)."""
+    the contract's counts (`expectations.Singles`) and the profiles named by its rows whose structure
+    is sound (`profiles_in`). Its fairness cells (`fairness.observed_counts`) are staged in CELLS."""
 
     tallies: list[pl.DataFrame]
     levels: list[str]  # the fairness levels the log has (none when the checks across rounds are off)
-    fairness: list[pl.DataFrame]
     contract: list[dict]
     profiles: set[str | None]
     integrity: integrity.InLogOrder | None  # the integrity checks run in the read, for a log dealt shoe after shoe
@@ -263,9 +263,9 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     which needs the pieces in log order): the three overlap, and no more than two pieces are held at
     once. The parse and the replay are this thread's, and the shoes have a thread of their own, since
     the thread that took pieces apart was the slower by far (docs/performance.md)."""
-    for folder in (STAGED, "findings.rounds", "quarantine.pieces"):
-        (staging / folder).mkdir()
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
+    for folder in (STAGED, "findings.rounds", "quarantine.pieces", *([CELLS] if levels else [])):
+        (staging / folder).mkdir()
     singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
     in_log_order = None
     if options.across_rounds:
@@ -273,7 +273,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
             return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
-    read, rows = _Read([], levels, [], [], set(), in_log_order, staged_columns(options)), 0
+    read, rows = _Read([], levels, [], set(), in_log_order, staged_columns(options)), 0
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
@@ -311,8 +311,8 @@ def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
 def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, singles: expectations.Singles | None,
                 read: _Read) -> None:
     """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) and `prepared` (see
-    `_read_once`), staged as `name`, its quarantine and per-round findings written, its counts,
-    fairness cells and contract counts added to `read`."""
+    `_read_once`), staged as `name`, its quarantine, per-round findings and fairness cells written, its
+    counts and contract counts added to `read`."""
     ingest.write_parquet(frame.select(read.staged), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
@@ -328,7 +328,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     read.tallies.append(done["tallies"])
     read.profiles.update(done["profiles"]["profile"])
     if read.levels:
-        read.fairness.append(done["fairness"])
+        ingest.write_parquet(done["fairness"], staging / CELLS / f"{name}.parquet")
     if singles is not None:
         read.contract.append(singles.count(frame))
 
@@ -687,9 +687,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
         bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
                                                         staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
-    if read.levels:
-        counted["fairness"] = fairness.add_up(read.fairness, read.levels)
-        read.fairness.clear()  # a cell a shoe: not held twice through the tests
     return counted, on_the_way
 
 
@@ -723,7 +720,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
                                      if bet_log is not None else ([], deque()))
         counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
-        tests = fairness_tests(counted, options, staging, log.ranked)
+        tests = fairness_tests(stored.scan(staging / CELLS) if read.levels else None, options, staging, log.ranked)
         if tests is not None:
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
@@ -812,24 +809,44 @@ def _rows_explained(log: ingest.Log, staging: Path, findings: pl.LazyFrame, prof
     return ingest.collect(log.path, [pl.concat(rows) if rows else prepared(pieces[0], profile, log.notation).clear()])[0]
 
 
-def fairness_tests(counted: dict[str, pl.DataFrame], options: Options, staging: Path, ranked: bool = True
+def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, ranked: bool = True
                    ) -> pl.DataFrame | None:
-    """Write fairness.parquet from the cells in `counted` (taken out of it, as nothing else reads
-    them); return the table level's tests (None when the log has no table, dealer or shoe; without the
-    pair tests when its cards are written as points). The tests are written a chunk at a time, then
-    joined."""
-    if "fairness" not in counted:
+    """Write fairness.parquet from the fairness `cells` (`fairness.observed_counts` of the log's pieces,
+    in any order: counts add up); return the table level's tests (None without cells: a log without a
+    table, dealer or shoe; without the pair tests when its cards are written as points).
+
+    A level at a time (dealer, shoe, then table, as the report reads them), its groups counted from
+    its cells a part at a time (`Tuning.cells_per_part` cells a part, about: a cell a shoe, they grow
+    with the log), the parts ranges of the groups in order (`_group_bounds`), each part tested a chunk
+    of groups at a time (`fairness.statistics_by_chunk`): written in order, they need no merge."""
+    if cells is None:
         return None
-    levels = [c for c in fairness.LEVELS if c in counted["fairness"].columns]
-    decks_of = {name: profiles.load(name).decks for name in counted["fairness"]["profile"].unique()}
-    (staging / "fairness.pieces").mkdir()
-    # The cells let go of once counted by group: a cell a shoe, they grow with the log.
-    for i, tests in enumerate(fairness.statistics_by_chunk(
-            fairness.group_counts(counted.pop("fairness"), decks_of, levels), options.fairness_threshold,
-            () if ranked else fairness.RANKED)):
-        tests.write_parquet(staging / "fairness.pieces" / f"{i:06d}.parquet")
-    stored.scan(staging / "fairness.pieces").sink_parquet(staging / "fairness.parquet")
+    levels = sorted((c for c in fairness.LEVELS if c in cells.collect_schema()), key=lambda c: (c == "table_id", c))
+    decks_of = {name: profiles.load(name).decks for name in cells.select(pl.col("profile").unique()).collect()["profile"]}
+    skipped = () if ranked else fairness.RANKED
+    parts_of_shoes = -(-cells.select(pl.len()).collect().item() // tuning.current().cells_per_part)
+    folder = staging / "fairness.pieces"
+    folder.mkdir()
+    written: list[Path] = []
+    for level in levels:
+        count = 1 if level == "table_id" else max(1, parts_of_shoes)
+        of_level = cells.select(pl.exclude([c for c in levels if c != level])).filter(pl.col(level).is_not_null())
+        part = pl.lit(_group_bounds(of_level, level, count)).search_sorted(pl.col(level), side="right")
+        for k, rows in enumerate(parts.each([of_level], part, count, pl.LazyFrame.collect,
+                                            folder / f"{level}.cells" if count > 1 else None)):
+            counts = fairness.group_counts(rows, decks_of, [level])
+            for i, tests in enumerate(fairness.statistics_by_chunk(counts, options.fairness_threshold, skipped)):
+                written.append(folder / f"{level}-{k:06d}-{i:06d}.parquet")
+                tests.write_parquet(written[-1])
+    stored.scan(written).sink_parquet(staging / "fairness.parquet")
     return stored.scan(staging / "fairness.parquet").filter(pl.col("level") == "table").collect()
+
+
+def _group_bounds(cells: pl.LazyFrame, level: str, count: int) -> pl.Series:
+    """`count` - 1 values of `level` that cut the groups of `cells` into `count` ranges of about as
+    many cells each, in order, taken from every 64th cell's value; equal values fall in one range."""
+    sample = cells.select(level).gather_every(64).collect().to_series().sort()
+    return sample.gather([sample.len() * i // count for i in range(1, count)]) if sample.len() else sample
 
 
 def outputs_of(options: Options) -> list[str]:

@@ -505,8 +505,6 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, present, starts_cut),
                                    _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
-        if levels:
-            counted["fairness"] = fairness.add_up([outputs["cells"]], levels)
     placed = _read(spark, bet_log, "bet_log", options.bets_mapping) if bet_log is not None else None
     if placed is not None and options.selection:  # the bets in scope, as `run.bets_in_scope` keeps them
         placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
@@ -516,7 +514,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         found.append(settled["findings"])
         settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
         counted |= settled["counted"]
-    tests = polars_engine.fairness_tests(counted, options, staging)
+    tests = polars_engine.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging)
     if tests is not None:
         found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
