@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import copy_context
 from functools import cache, partial
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -196,7 +196,8 @@ STAGED = "rounds.staged"  # each row's `staged_columns`, in pieces, read by the 
 STAGED_KEYED = ("source_file", "source_row", "log_row", "round_id", "id_key", "reject", "table_id", "shoe_id",
                 "hand_no", "dealt_at")
 _CODES = tuple(map(ingest.code_column, ingest.CARD_COLUMNS))
-#: With the checks across rounds: what `integrity` reads where the shoes are out of log order.
+#: With the checks across rounds: what `integrity` reads where the shoes are out of log order; not
+#: staged while the read finds them in order and checks them itself (`integrity.InLogOrder`).
 STAGED_FOR_SHOES = ("profile", utc_column("dealt_at"), "burn_cards", "cancelled_cards", *_CODES, "player_drew",
                     "banker_drew")
 #: With bets: the replay's facts that the settlement reads (`settlement.round_facts`).
@@ -204,9 +205,10 @@ STAGED_FOR_BETS = ("profile", *_CODES, "player_drew", "banker_drew", "natural", 
                    "result")
 
 
-def staged_columns(options: Options) -> list[str]:
-    """The columns staged of each row in a run with `options`: only what its checks read back."""
-    wanted = [*STAGED_KEYED, *(STAGED_FOR_SHOES if options.across_rounds else ()),
+def staged_columns(options: Options, shoes: bool = True) -> list[str]:
+    """The columns staged of each row in a run with `options`: only what its checks read back; not
+    the shoes' (`shoes` False) while the read checks them."""
+    wanted = [*STAGED_KEYED, *(STAGED_FOR_SHOES if options.across_rounds and shoes else ()),
               *(STAGED_FOR_BETS if options.bets is not None else ())]
     return list(dict.fromkeys(wanted))
 
@@ -248,6 +250,9 @@ class _Read:
     profiles: set[str | None]
     integrity: integrity.InLogOrder | None  # the integrity checks run in the read, for a log dealt shoe after shoe
     staged: list[str]  # the columns staged of each row (`staged_columns`)
+    staged_in_order: list[str]  # those staged while `integrity` finds the shoes in log order
+    #: The pieces staged so (name, first log_row): staged again whole if a shoe comes back later.
+    in_order: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime) -> _Read:
@@ -273,7 +278,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
             return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
-    read, rows = _Read([], levels, [], set(), in_log_order, staged_columns(options)), 0
+    read = _Read([], levels, [], set(), in_log_order, staged_columns(options), staged_columns(options, shoes=False))
+    rows = 0
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
@@ -296,9 +302,23 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     require_rows(log, rows)
     if in_log_order is not None:
         in_log_order.finish()
+        if not in_log_order.in_order:
+            _stage_again(log, options, staging, read)
     ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
         staging / "quarantine.parquet", lazy=True)])
     return read
+
+
+def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) -> None:
+    """The pieces staged without the shoes' columns while the log seemed dealt shoe after shoe, read,
+    prepared and staged again whole, for the keyed checks of integrity (`integrity.integrity_findings`),
+    where a shoe came back after another: in a log of tables mixed it shows in the first piece or two."""
+    pieces = _pieces_read(log)
+    for name, first in read.in_order:
+        frame = ingest.collect(log.path, [prepared(pieces[int(name)].with_row_index("log_row", offset=first),
+                                                   options.profile, log.notation)])[0]
+        ingest.write_parquet(frame.select(read.staged), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+    read.in_order.clear()
 
 
 def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
@@ -313,7 +333,11 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     """One piece's rows as read (`ingest.Log.pieces`, numbered `log_row`) and `prepared` (see
     `_read_once`), staged as `name`, its quarantine, per-round findings and fairness cells written, its
     counts and contract counts added to `read`."""
-    ingest.write_parquet(frame.select(read.staged), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+    in_order = read.integrity is not None and read.integrity.in_order
+    if in_order:
+        read.in_order.append((name, frame["log_row"][0] if frame.height else 0))
+    ingest.write_parquet(frame.select(read.staged_in_order if in_order else read.staged),
+                         staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
