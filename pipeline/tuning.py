@@ -17,9 +17,11 @@ from dataclasses import dataclass, fields
 class Tuning:
     #: Rows per staging query: bounds memory; each piece has a fixed cost of a few queries.
     piece_rows: int = 1_000_000
-    #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`); and bets the
-    #: settlement holds at once beside their rounds (`run._settle_in_log_order`).
+    #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`).
     read_rows: int = 150_000
+    #: Bets the settlement reads at once beside their rounds (`run._settle_in_log_order`), the next
+    #: piece read while one is settled: two pieces are held.
+    bet_rows: int = 100_000
     #: Rows filed by piece in one query (`run._sink_in_log_order`): polars' partitioned sink held all
     #: it was given, so many findings are filed this many at a time.
     filing_rows: int = 250_000

@@ -469,7 +469,7 @@ def test_evidence_read_again_from_pieces_of_the_log_is_the_same_whatever_the_pie
     are in many pieces, and evidence.json is the one of a log read in one piece, each round explained."""
     paths = generate.write(generate.generate(3000, seed=23, fault_rate=0.05, with_bets=True), tmp_path / "log")
     gathered = []
-    for name, sizes in (("whole", Tuning()), ("pieces", Tuning(read_rows=64))):
+    for name, sizes in (("whole", Tuning()), ("pieces", Tuning(read_rows=64, bet_rows=64))):
         run.audit(paths["csv"], tmp_path / name, run.Options(validate=False, bets=paths["bets_csv"], tuning=sizes))
         gathered.append(json.loads((tmp_path / name / "evidence.json").read_text()))
     assert gathered[0] == gathered[1]

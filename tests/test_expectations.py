@@ -74,7 +74,7 @@ def test_the_audit_counts_the_contract_on_its_way_as_great_expectations_does(spo
     as they are settled beside them), a few hundred rows at a time: every count and example equals
     Great Expectations' own validation of the whole log."""
     result = run.audit(spoilt["round_log"], tmp_path / "out",
-                       run.Options(bets=spoilt["bet_log"], tuning=Tuning(piece_rows=700, read_rows=300)))
+                       run.Options(bets=spoilt["bet_log"], tuning=Tuning(piece_rows=700, read_rows=300, bet_rows=300)))
     fields = ("type", "column", "skipped", "success", "unexpected_count", "element_count", "examples")
     for role, name in (("rounds", "round_log"), ("bets", "bet_log")):
         log = ingest.scan(spoilt[name], name)

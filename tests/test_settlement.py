@@ -270,7 +270,8 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
     bucketed = run.audit(paths["parquet"], tmp_path / "bucketed",
                          replace(options, tuning=Tuning(piece_rows=500, fan_out=4)))
     # 12 pieces of 250 rounds, and of 250 bets: the rounds held beside the bets move along the log.
-    beside = run.audit(paths["parquet"], tmp_path / "beside", replace(options, tuning=Tuning(read_rows=250)))
+    beside = run.audit(paths["parquet"], tmp_path / "beside",
+                       replace(options, tuning=Tuning(read_rows=250, bet_rows=250)))
     assert whole.summary["bets_flagged"] > 0 and whole.summary["bets_quarantined"] > 0
     assert whole.summary["findings"]["DUPLICATE_BET"] == 12
     # In no order, the bets are found beside their rounds whole, and mostly left over in pieces.
@@ -279,7 +280,7 @@ def test_bets_settled_in_parts_give_the_same_outputs(tmp_path):
     shuffled = replace(options, bets=tmp_path / "bets_shuffled.parquet")
     shuffled_whole = run.audit(paths["parquet"], tmp_path / "shuffled_whole", shuffled)
     shuffled_cut = run.audit(paths["parquet"], tmp_path / "shuffled_cut",
-                             replace(shuffled, tuning=Tuning(piece_rows=500, read_rows=250)))
+                             replace(shuffled, tuning=Tuning(piece_rows=500, read_rows=250, bet_rows=250)))
     keys = ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "overpaid", "underpaid", "findings")
     for other in (cut, bucketed, beside, shuffled_whole, shuffled_cut):
         for key in keys:

@@ -434,10 +434,10 @@ Keep = Callable[[pl.DataFrame, str], None]  # what is kept of a batch of settled
 def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFrame], read: Callable, run: _Queries,
                          labels: tuple[Path, Path], keep: Keep, names: list[str], ranked: bool, left_over: Path
                          ) -> list[tuple[Path, int]]:
-    """Settle the bets of `bet_pieces` (in log order, each `read` once) against the round facts `ahead`
-    (in pieces, in log order, of round_ids on one row each) held beside them, `keep` each piece's
-    settled bets; return the bets left over, written to the new folder `left_over`, as files and their
-    rows. Both are let go of as they are read: a piece, once collected, holds its scan's file metadata,
+    """Settle the bets of `bet_pieces` (in log order, each `read` once, the next on a thread of its own
+    while one is settled) against the round facts `ahead` (in pieces, in log order, of round_ids on one
+    row each) held beside them, `keep` each piece's settled bets; return the bets left over, written to
+    the new folder `left_over`, as files and their rows. Both are let go of as they are read: a piece, once collected, holds its scan's file metadata,
     and a list of them held it once for every piece (docs/performance.md).
     `labels`: the bet log's and the round log's, which a failure names.
 
@@ -450,36 +450,40 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     left_over.mkdir()
     most = tuning.current().window_pieces
     bet_label, label = labels
-    while bet_pieces:
-        bets, j = read(bet_pieces.popleft()), j + 1
-        # Rounds are looked for by their id's key, then the text compared: a key is unique among the
-        # facts (ids on one row each), and an id differing only invisibly from a round's is left over.
-        keys = bets.select(pl.when(pl.col("round_id").is_not_null()).then(id_key(pl.col("round_id")))).to_series()
-        hit = (keys.is_in(pl.concat([held["id_key"] for held in window]).implode()).fill_null(False) if window
-               else pl.repeat(False, bets.height, eager=True))
-        while ahead and len(window) < most and bets.height and not (hit | keys.is_null())[-1]:
-            window.append(run.frame(ahead.popleft(), label))
-            more = keys.is_in(window[-1]["id_key"].implode()).fill_null(False)
-            if not hit.any() and not more.any():
-                window = window[-1:]
-            elif not more.any():
-                break
-            hit = hit | more
-        if not hit.any():
-            unfound = bets
-        else:
-            beside = bets.with_columns(id_key=keys).join(pl.concat(window).rename({"round_id": "id_of_round"}),
-                                                         on="id_key", how="left")
-            same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
-            unfound = beside.filter(~same).select(bets.columns)
-            if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
-                keep(run.frame(settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked),
-                               bet_label), f"in-order-{j:06d}")
-            last = keys.filter(hit)[-1]
-            window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
-        if unfound.height:
-            unfound.write_parquet(left_over / f"{j:06d}.parquet")
-            left.append((left_over / f"{j:06d}.parquet", unfound.height))
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        # The next piece of bets read (and counted for the contract) while this one is settled.
+        coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
+        while coming is not None:
+            bets, j = coming.result(), j + 1
+            coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
+            # Rounds are looked for by their id's key, then the text compared: a key is unique among the
+            # facts (ids on one row each), and an id differing only invisibly from a round's is left over.
+            keys = bets.select(pl.when(pl.col("round_id").is_not_null()).then(id_key(pl.col("round_id")))).to_series()
+            hit = (keys.is_in(pl.concat([held["id_key"] for held in window]).implode()).fill_null(False) if window
+                   else pl.repeat(False, bets.height, eager=True))
+            while ahead and len(window) < most and bets.height and not (hit | keys.is_null())[-1]:
+                window.append(run.frame(ahead.popleft(), label))
+                more = keys.is_in(window[-1]["id_key"].implode()).fill_null(False)
+                if not hit.any() and not more.any():
+                    window = window[-1:]
+                elif not more.any():
+                    break
+                hit = hit | more
+            if not hit.any():
+                unfound = bets
+            else:
+                beside = bets.with_columns(id_key=keys).join(pl.concat(window).rename({"round_id": "id_of_round"}),
+                                                             on="id_key", how="left")
+                same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
+                unfound = beside.filter(~same).select(bets.columns)
+                if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
+                    keep(run.frame(settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked),
+                                   bet_label), f"in-order-{j:06d}")
+                last = keys.filter(hit)[-1]
+                window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
+            if unfound.height:
+                unfound.write_parquet(left_over / f"{j:06d}.parquet")
+                left.append((left_over / f"{j:06d}.parquet", unfound.height))
     return left
 
 
@@ -505,7 +509,7 @@ def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pie
         keep(run.frame(settlement.settle(bets, settlement.once_per_round(facts), of_ids, names, ranked), bet_label),
              "left")
         return
-    # A file is at most a piece of bets (`read_rows`): whole files, `piece_rows` bets a piece.
+    # A file is at most a piece of bets (`bet_rows`): whole files, `piece_rows` bets a piece.
     left = [stored.scan([file for file, _, _ in piece]) for piece in ingest.spans(left, piece_rows)]
     # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
     # quarters peaked higher, for little time saved (docs/performance.md).
@@ -526,15 +530,15 @@ def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pie
                                          of_ids, names, ranked), bet_label), f"{k:06d}")
 
 
-def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int, read_rows: int
+def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int, settle_rows: int
                   ) -> tuple[list[pl.LazyFrame], deque[pl.LazyFrame]]:
     """The bet log in pieces of `rows` bets (counted from Parquet metadata or CSV line ends), and in
-    pieces of `read_rows` as a queue, to be let go of as they are read: a piece, once collected, holds
+    pieces of `settle_rows` as a queue, to be let go of as they are read: a piece, once collected, holds
     its scan's file metadata, and a list held it for every piece (docs/performance.md). Under a
     narrowing of the round log, only the bets of the rounds it keeps, quarantined ones included: the
     others are outside the question asked, not bets of rounds missing from the log (which they would
     be reported as)."""
-    pieces, read = list(bet_log.pieces(rows)), deque(bet_log.pieces(read_rows))
+    pieces, read = list(bet_log.pieces(rows)), deque(bet_log.pieces(settle_rows))
     if not selection:
         return pieces, read
     kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
@@ -738,9 +742,9 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
         sizes = tuning.current()
-        # Cut as the checks across rounds cut a log, and as the one read cut the round log.
+        # Cut as the checks across rounds cut a log, and in pieces of `Tuning.bet_rows` to be settled.
         bet_pieces, settle_pieces = (bets_in_scope(bet_log, options.selection, staging, sizes.piece_rows,
-                                                   min(sizes.read_rows, sizes.piece_rows))
+                                                   min(sizes.bet_rows, sizes.piece_rows))
                                      if bet_log is not None else ([], deque()))
         counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging, read)
         options.on_phase("fairness statistics")
