@@ -23,6 +23,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import baccarat_audit  # noqa: F401  before polars, which reads the allocator setting it makes (as the CLI does)
 import polars as pl
 
 from baccarat_audit.engines import run

@@ -7,6 +7,13 @@ and values); the scalar replay (`coup`) and the vectorized replay (`replay`) are
 that one statement.
 """
 
+import os
+
+# Read by polars when it is imported, after its own settings: pages freed are handed back to the
+# system at once, not a second later, so that a run's peak is the work of its pieces in hand, not
+# what the pieces before them freed (docs/performance.md). A setting of the user's is kept.
+os.environ.setdefault("_RJEM_MALLOC_CONF", "muzzy_decay_ms:0")
+
 __version__ = "0.1.0"
 __all__ = ["Audit", "InputError", "audit", "explain", "odds"]
 

@@ -643,3 +643,16 @@ def test_explain_json_follows_its_published_schema(round_id):
     done = run("explain", ASSETS / "mixed_notation.csv", round_id, "--bets", ASSETS / "mixed_notation_bets.csv",
                "--json")
     jsonschema.validate(json.loads(done.output), schema, cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize("own", [None, "dirty_decay_ms:1000"])
+def test_the_tool_hands_freed_memory_back_at_once_unless_the_user_says_otherwise(own):
+    """Imported before polars (as the CLI and `python -m` are), the package has polars' allocator hand
+    freed pages back at once: polars appends the setting to its own when it is imported. A setting of
+    the user's is theirs."""
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    env |= {"_RJEM_MALLOC_CONF": own} if own else {}
+    shown = "import os, baccarat_audit, polars; print(os.environ['_RJEM_MALLOC_CONF'])"
+    done = subprocess.run([sys.executable, "-c", shown], capture_output=True, text=True, env=env, check=True)
+    settings = done.stdout.strip().split(",")
+    assert settings[-1] == (own or "muzzy_decay_ms:0") and settings[0].startswith("dirty_decay_ms")
