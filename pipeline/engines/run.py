@@ -313,6 +313,8 @@ def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) 
     """The pieces staged without the shoes' columns while the log seemed dealt shoe after shoe, read,
     prepared and staged again whole, for the keyed checks of integrity (`integrity.integrity_findings`),
     where a shoe came back after another: in a log of tables mixed it shows in the first piece or two."""
+    if not read.in_order:
+        return
     pieces = _pieces_read(log)
     for name, first in read.in_order:
         frame = ingest.collect(log.path, [prepared(pieces[int(name)].with_row_index("log_row", offset=first),
@@ -437,8 +439,9 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     """Settle the bets of `bet_pieces` (in log order, each `read` once, the next on a thread of its own
     while one is settled) against the round facts `ahead` (in pieces, in log order, of round_ids on one
     row each) held beside them, `keep` each piece's settled bets; return the bets left over, written to
-    the new folder `left_over`, as files and their rows. Both are let go of as they are read: a piece, once collected, holds its scan's file metadata,
-    and a list of them held it once for every piece (docs/performance.md).
+    the new folder `left_over`, as files and their rows. Both are let go of as they are read: a piece,
+    once collected, holds its scan's file metadata, and a list of them held it once for every piece
+    (docs/performance.md).
     `labels`: the bet log's and the round log's, which a failure names.
 
     A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
@@ -850,7 +853,8 @@ def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, 
     if cells is None:
         return None
     levels = sorted((c for c in fairness.LEVELS if c in cells.collect_schema()), key=lambda c: (c == "table_id", c))
-    decks_of = {name: profiles.load(name).decks for name in cells.select(pl.col("profile").unique()).collect()["profile"]}
+    named = cells.select(pl.col("profile").unique()).collect()["profile"]
+    decks_of = {name: profiles.load(name).decks for name in named}
     skipped = () if ranked else fairness.RANKED
     parts_of_shoes = -(-cells.select(pl.len()).collect().item() // tuning.current().cells_per_part)
     folder = staging / "fairness.pieces"
