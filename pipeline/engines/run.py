@@ -436,9 +436,10 @@ Keep = Callable[[pl.DataFrame, str], None]  # what is kept of a batch of settled
 def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFrame], read: Callable, run: _Queries,
                          labels: tuple[Path, Path], keep: Keep, names: list[str], ranked: bool, left_over: Path
                          ) -> list[tuple[Path, int]]:
-    """Settle the bets of `bet_pieces` (in log order, each `read` once, the next on a thread of its own
-    while one is settled) against the round facts `ahead` (in pieces, in log order, of round_ids on one
-    row each) held beside them, `keep` each piece's settled bets; return the bets left over, written to
+    """Settle the bets of `bet_pieces` (in log order, each `read` once, on a thread of its own ahead of
+    the piece looked up) against the round facts `ahead` (in pieces, in log order, of round_ids on one
+    row each) held beside them, `keep` each piece's settled bets (on a third thread, while the next
+    piece is looked up); return the bets left over, written to
     the new folder `left_over`, as files and their rows. Both are let go of as they are read: a piece,
     once collected, holds its scan's file metadata, and a list of them held it once for every piece
     (docs/performance.md).
@@ -453,9 +454,15 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     left_over.mkdir()
     most = tuning.current().window_pieces
     bet_label, label = labels
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        # The next piece of bets read (and counted for the contract) while this one is settled.
+
+    def settled(found: pl.LazyFrame, name: str) -> None:
+        keep(run.frame(found, bet_label), name)
+
+    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as settler:
+        # The next piece of bets read (and counted for the contract) while this one is looked up among
+        # the rounds, and the one before settled and kept: three threads, one piece each.
         coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
+        settling = None
         while coming is not None:
             bets, j = coming.result(), j + 1
             coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
@@ -480,13 +487,17 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
                 same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
                 unfound = beside.filter(~same).select(bets.columns)
                 if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
-                    keep(run.frame(settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked),
-                                   bet_label), f"in-order-{j:06d}")
+                    if settling is not None:
+                        settling.result()  # a failure there is raised here
+                    found = settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked)
+                    settling = settler.submit(copy_context().run, settled, found, f"in-order-{j:06d}")
                 last = keys.filter(hit)[-1]
                 window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
             if unfound.height:
                 unfound.write_parquet(left_over / f"{j:06d}.parquet")
                 left.append((left_over / f"{j:06d}.parquet", unfound.height))
+        if settling is not None:
+            settling.result()
     return left
 
 
