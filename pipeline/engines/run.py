@@ -439,10 +439,9 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     """Settle the bets of `bet_pieces` (in log order, each `read` once, on a thread of its own ahead of
     the piece looked up) against the round facts `ahead` (in pieces, in log order, of round_ids on one
     row each) held beside them, `keep` each piece's settled bets (on a third thread, while the next
-    piece is looked up); return the bets left over, written to
-    the new folder `left_over`, as files and their rows. Both are let go of as they are read: a piece,
-    once collected, holds its scan's file metadata, and a list of them held it once for every piece
-    (docs/performance.md).
+    piece is looked up); return the bets left over, written to the new folder `left_over`, as files
+    and their rows. Both are let go of as they are read: a piece, once collected, holds its scan's
+    file metadata, and a list of them held it once for every piece (docs/performance.md).
     `labels`: the bet log's and the round log's, which a failure names.
 
     A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
