@@ -252,7 +252,7 @@ class _Read:
     staged: list[str]  # the columns staged of each row (`staged_columns`)
     staged_in_order: list[str]  # those staged while `integrity` finds the shoes in log order
     #: The pieces staged so (name, first log_row): staged again whole if a shoe comes back later.
-    in_order: list[tuple[str, int]] = field(default_factory=list)
+    pieces_in_order: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime) -> _Read:
@@ -289,8 +289,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         for i in range(count):
             piece = pieces.popleft()
             options.on_phase("reading and checking each round", i, count)
-            frame = ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=rows),
-                                                       options.profile, log.notation)])[0]
+            frame = _prepared_piece(log, piece, rows, options.profile)
             rows += frame.height
             for done in taken:
                 done.result()  # a failure there is raised here
@@ -313,14 +312,23 @@ def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) 
     """The pieces staged without the shoes' columns while the log seemed dealt shoe after shoe, read,
     prepared and staged again whole, for the keyed checks of integrity (`integrity.integrity_findings`),
     where a shoe came back after another: in a log of tables mixed it shows in the first piece or two."""
-    if not read.in_order:
+    if not read.pieces_in_order:
         return
     pieces = _pieces_read(log)
-    for name, first in read.in_order:
-        frame = ingest.collect(log.path, [prepared(pieces[int(name)].with_row_index("log_row", offset=first),
-                                                   options.profile, log.notation)])[0]
-        ingest.write_parquet(frame.select(read.staged), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
-    read.in_order.clear()
+    for name, first in read.pieces_in_order:
+        _stage(_prepared_piece(log, pieces[int(name)], first, options.profile), read.staged, staging, name)
+    read.pieces_in_order.clear()
+
+
+def _prepared_piece(log: ingest.Log, piece: pl.LazyFrame, first_row: int, profile: str) -> pl.DataFrame:
+    """A piece of the log as the one read holds it: its rows numbered `log_row` from `first_row`, `prepared`."""
+    return ingest.collect(log.path, [prepared(piece.with_row_index("log_row", offset=first_row), profile,
+                                              log.notation)])[0]
+
+
+def _stage(frame: pl.DataFrame, columns: list[str], staging: Path, name: str) -> None:
+    """The `columns` of a prepared piece staged as `name`, for the checks across rounds to read back."""
+    ingest.write_parquet(frame.select(columns), staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
 
 
 def _pieces_read(log: ingest.Log) -> list[pl.LazyFrame]:
@@ -337,9 +345,8 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     counts and contract counts added to `read`."""
     in_order = read.integrity is not None and read.integrity.in_order
     if in_order:
-        read.in_order.append((name, frame["log_row"][0] if frame.height else 0))
-    ingest.write_parquet(frame.select(read.staged_in_order if in_order else read.staged),
-                         staging / STAGED / f"{name}.parquet", **STAGING_PARQUET)
+        read.pieces_in_order.append((name, frame["log_row"][0] if frame.height else 0))
+    _stage(frame, read.staged_in_order if in_order else read.staged, staging, name)
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
@@ -886,7 +893,10 @@ def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, 
 
 def _group_bounds(cells: pl.LazyFrame, level: str, count: int) -> pl.Series:
     """`count` - 1 values of `level` that cut the groups of `cells` into `count` ranges of about as
-    many cells each, in order, taken from every 64th cell's value; equal values fall in one range."""
+    many cells each, in order, taken from every 64th cell's value; equal values fall in one range.
+    No bound for one range, and the cells are not read for it."""
+    if count == 1:
+        return pl.Series(level, [], cells.collect_schema()[level])
     sample = cells.select(level).gather_every(64).collect().to_series().sort()
     return sample.gather([sample.len() * i // count for i in range(1, count)]) if sample.len() else sample
 
