@@ -18,7 +18,7 @@ class Tuning:
     #: Rows per staging query: bounds memory; each piece has a fixed cost of a few queries.
     piece_rows: int = 1_000_000
     #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`).
-    read_rows: int = 150_000
+    read_rows: int = 200_000
     #: Bets the settlement reads at once beside their rounds (`run._settle_in_log_order`), the next
     #: piece read while one is settled: two pieces are held.
     bet_rows: int = 100_000

@@ -13,9 +13,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from baccarat_audit.engines import run
+from baccarat_audit.tuning import Tuning
 
 GOLDEN = Path(__file__).parent / "assets" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+GROUP_ROWS, READ_ROWS = 97, 150
 TABLES = ("findings", "quarantine", "bets_quarantine")
 #: What the summary says that does not depend on when, where or by whom the run was made.
 SUMMARY_KEYS = ("rows_read", "rounds_audited", "rows_quarantined", "rounds_flagged", "findings", "checks",
@@ -24,13 +26,15 @@ SUMMARY_KEYS = ("rows_read", "rounds_audited", "rows_quarantined", "rounds_flagg
 
 
 def _logs(file_format: str, folder: Path) -> tuple[Path, Path]:
-    """The golden logs as `file_format`: the CSV files, or Parquet files of the same text."""
+    """The golden logs as `file_format`: the CSV files, or Parquet files of the same text, in one row
+    group or in row groups of GROUP_ROWS."""
     if file_format == "csv":
         return GOLDEN / "rounds.csv", GOLDEN / "bets.csv"
     paths = []
     for name in ("rounds", "bets"):
         path = folder / f"{name}.parquet"
-        pl.read_csv(GOLDEN / f"{name}.csv", infer_schema=False).write_parquet(path)
+        grouped = GROUP_ROWS if file_format == "parquet in row groups" else None
+        pl.read_csv(GOLDEN / f"{name}.csv", infer_schema=False).write_parquet(path, row_group_size=grouped)
         paths.append(path)
     return paths[0], paths[1]
 
@@ -58,10 +62,13 @@ def _summary(out: Path) -> dict:
     return kept
 
 
-@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+@pytest.mark.parametrize("file_format", ["csv", "parquet", "parquet in row groups"])
 def test_the_golden_logs_give_the_golden_outputs(file_format, tmp_path):
+    """In row groups of GROUP_ROWS, read READ_ROWS at a time, a piece of the log runs from the middle of
+    one row group to the middle of another."""
     rounds, bets = _logs(file_format, tmp_path)
-    result = run.audit(rounds, tmp_path / "out", run.Options(bets=bets))
+    sizes = Tuning(read_rows=READ_ROWS) if file_format == "parquet in row groups" else Tuning()
+    result = run.audit(rounds, tmp_path / "out", run.Options(bets=bets, tuning=sizes))
     out = tmp_path / "out"
     found = {name: _comparable(pl.read_parquet(out / f"{name}.parquet")) for name in TABLES}
     found["fairness"] = _fairness(out)

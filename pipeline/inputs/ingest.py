@@ -827,6 +827,9 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
     return trimmed, finished
 
 
+_NUMBERS = pl.Series([str(number) for number in range(1024)], dtype=pl.String)
+
+
 def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """A stored column as the text the audit parses (and the findings show), the same in both engines.
 
@@ -844,6 +847,12 @@ def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
                 .otherwise(moment.dt.to_string(f"%Y-%m-%dT%H:%M:%S%.6f{zone}")))
     if isinstance(dtype, pl.Decimal) and dtype.scale:  # written with its point and every place
         return column.cast(pl.String).str.replace(r"\.?0+$", "")
+    if dtype.is_integer():
+        # Small numbers (a hand_no, a total) taken from a table of their texts: cheaper than a cast.
+        number = column.cast(pl.Int64, strict=False)
+        return (pl.when(number.is_between(0, len(_NUMBERS) - 1))
+                .then(pl.lit(_NUMBERS).gather(number.clip(0, len(_NUMBERS) - 1)))
+                .otherwise(column.cast(pl.String)))
     if not dtype.is_float():
         return column.cast(pl.String)
     whole = column.is_finite() & (column == column.floor()) & (column.abs() < 2**53)
