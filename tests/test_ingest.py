@@ -785,7 +785,7 @@ def test_a_hive_folder_value_is_read_as_hive_escapes_it(tmp_path):
 
 STORED_TYPES = {
     "Int8": (pl.Int8, st.integers(-128, 127)), "UInt16": (pl.UInt16, st.integers(0, 2**16 - 1)),
-    "Int64": (pl.Int64, st.integers(-(2**63), 2**63 - 1)),
+    "Int64": (pl.Int64, st.integers(-(2**63), 2**63 - 1)), "UInt64": (pl.UInt64, st.integers(0, 2**64 - 1)),
     "Float64": (pl.Float64, st.one_of(st.integers(-(2**60), 2**60).map(float), st.floats(allow_nan=True))),
     "Float32": (pl.Float32, st.one_of(st.integers(-(2**24), 2**24).map(float), st.floats(width=32))),
     "Decimal": (pl.Decimal(38, 10), st.decimals(min_value=-(10**27), max_value=10**27, places=10, allow_nan=False)),
