@@ -65,7 +65,8 @@ PAY_KEY = ("profile", "bet_type", "case")  # what a bet's return is looked up by
 
 
 def pay_table(names: list[str]) -> pl.DataFrame:
-    """Every (profile, bet type, case) the named profiles offer, with its return and rounding."""
+    """Every (profile, bet type, case) the named profiles offer, with its return, its rule as a finding
+    states it (the profile named) and its rounding."""
     rows = []
     for name in names:
         profile = profiles.load(name)
@@ -74,7 +75,8 @@ def pay_table(names: list[str]) -> pl.DataFrame:
             rows.append({
                 "profile": name, "bet_type": bet_type, "case": case,
                 "per_unit_e8": _scaled(paid.per_unit, E8, f"{name}: return of {bet_type} {case}"),
-                "rule": paid.rule, "rounding_mode": profile.rounding_mode, "rounding_unit_e12": unit,
+                "rule": f"{paid.rule} ({name} profile)", "rounding_mode": profile.rounding_mode,
+                "rounding_unit_e12": unit,
             })
     schema = {"profile": pl.String, "bet_type": pl.String, "case": pl.String, "per_unit_e8": pl.Int64,
               "rule": pl.String, "rounding_mode": pl.String, "rounding_unit_e12": pl.Int128}
@@ -135,9 +137,10 @@ def rounded(e12: pl.Expr) -> pl.Expr:
     )
 
 
-#: What the outputs (findings, quarantine, counts) need of a settled bet.
+#: What the outputs (findings, quarantine, counts) need of a settled bet. Its `rule` is its pay
+#: table's (`pay_table`); a void bet's is written only where it is found (`bet_findings`).
 SETTLED = (*BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
-           "expected_e12", "paid_e12")
+           "expected_e12", "paid_e12", "void")
 
 
 def settle(bet_rows: pl.LazyFrame, rounds: pl.LazyFrame, quarantined_rounds: pl.Series,
@@ -195,8 +198,6 @@ def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: 
         expected_e12=pl.when(void).then(pl.col("stake_e4").cast(pl.Int128) * E8)
         .otherwise(rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8"))),
         paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
-        rule=pl.when(void).then(pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status")))
-        .otherwise(pl.format("{} ({} profile)", pl.col("rule"), pl.col("profile"))),
     ).select(SETTLED)
 
 
@@ -206,7 +207,8 @@ PAID_WRONG = pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("pai
 
 def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
     """SETTLEMENT findings: settled bets paid other than their profile says."""
-    wrong = settled.filter(PAID_WRONG)
+    wrong = settled.filter(PAID_WRONG).with_columns(rule=pl.when(pl.col("void")).then(
+        pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status"))).otherwise(pl.col("rule")))
     return wrong.select(
         "source_file", "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
         check=pl.lit("SETTLEMENT"),
