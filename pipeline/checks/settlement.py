@@ -206,9 +206,10 @@ PAID_WRONG = pl.col("reject").is_null() & (pl.col("expected_e12") != pl.col("pai
 
 
 def bet_findings(settled: pl.LazyFrame) -> pl.LazyFrame:
-    """SETTLEMENT findings: settled bets paid other than their profile says."""
-    wrong = settled.filter(PAID_WRONG).with_columns(rule=pl.when(pl.col("void")).then(
-        pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status"))).otherwise(pl.col("rule")))
+    """SETTLEMENT findings: settled bets paid other than their profile says, each with its rule (a
+    void bet's made here, for the few found)."""
+    void_rule = pl.format("the bet is {}: its stake is returned whatever the cards", pl.col("status"))
+    wrong = settled.filter(PAID_WRONG).with_columns(rule=pl.when(pl.col("void")).then(void_rule).otherwise("rule"))
     return wrong.select(
         "source_file", "source_row", pl.lit("bets").alias("source"), "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "bet_id",
         check=pl.lit("SETTLEMENT"),
