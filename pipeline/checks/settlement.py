@@ -83,13 +83,22 @@ def pay_table(names: list[str]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def with_pay(bets_cased: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
-    """Bets with a `case` given the `pay_table` columns of their (profile, bet type, case); null where
-    the profiles offer none. A lookup of the three joined as one text, by an Enum of the table's few
-    keys: a join on three text columns took longer (docs/performance.md)."""
+def with_pay(bets_coded: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
+    """Bets with a `bet_code` (`bets.bet_type_code`) and a `case_code` (`bets.case_code`) given the
+    `pay_table` columns of their (profile, bet type, case); null where the profiles offer none.
+
+    Looked up by number: the profile's position among `names`, the bet type's and the case's make one
+    index into a table of every combination, holding the row of `pay_table` (null where there is none).
+    Made text and looked up as one, the three took longer (docs/performance.md)."""
     table = pay_table(names)
-    key = pl.concat_str(PAY_KEY, separator="\x1f")  # null where any part is null: no return, as a join
-    return bets_cased.with_columns(pay_row=position(key, table.select(key.alias("key"))["key"])).with_columns(
+    types, cases = len(bets.BET_TYPES), len(bets.CASE_NAMES)
+    at = {(names.index(profile), bets.BET_TYPES.index(bet_type), bets.CASE_NAMES.index(case)): row
+          for row, (profile, bet_type, case) in enumerate(table.select(PAY_KEY).iter_rows())}
+    rows = pl.Series([at.get((p, t, c)) for p in range(len(names)) for t in range(types) for c in range(cases)],
+                     dtype=pl.UInt32)
+    profile = position(pl.col("profile"), names).cast(pl.Int64)
+    index = (profile * types + pl.col("bet_code")) * cases + pl.col("case_code")
+    return bets_coded.with_columns(pay_row=pl.lit(rows).gather(index)).with_columns(
         pl.lit(table[c]).gather(pl.col("pay_row")).alias(c) for c in table.columns if c not in PAY_KEY
     ).drop("pay_row")
 
@@ -158,7 +167,11 @@ def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: 
                   ) -> pl.LazyFrame:
     """`settle` of bets already beside the facts of their rounds (`round_facts` joined, null where
     their round is not among them)."""
-    bet_type = pl.col("bet_type").str.to_uppercase()
+    # Upper-cased only where the text is not a bet type as written (most logs write them so): polars
+    # works no row of a branch that no row takes.
+    as_written = pl.col("bet_type")
+    bet_type = (pl.when(bets.bet_type_code(as_written).is_null()).then(as_written.str.to_uppercase())
+                .otherwise(as_written))
     status = pl.col("status").str.to_uppercase()
     # Looked up in the quarantined ids: a join of the bets not among the facts, put back beside the
     # others, copied every bet (docs/performance.md).
@@ -167,7 +180,8 @@ def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: 
                                    void=pl.any_horizontal(status == v for v in bets.VOID).fill_null(False),
                                    still_open=pl.any_horizontal(status == v for v in bets.OPEN).fill_null(False),
                                    round_rejected=pl.col("round_id").is_in(quarantined_rounds.implode()))
-    joined = with_pay(joined.with_columns(case=bets.case_looked_up(pl.col("bet_type"))), names)
+    coded = joined.with_columns(bet_code=bets.bet_type_code(pl.col("bet_type")))
+    joined = with_pay(coded.with_columns(case_code=bets.case_code(pl.col("bet_code"))), names)
     round_id = pl.col("round_id")
     reasons = [
         pl.col("malformed"),

@@ -93,10 +93,12 @@ def case_of(bet_type: str, facts: dict) -> str:
     return next(case for case, needs in CASES[bet_type] if all(facts[k] == v for k, v in needs.items()))
 
 
-_CASE_NAMES = pl.Enum(sorted({case for cases in CASES.values() for case, _ in cases}))
+#: Every case a bet can end in, in the order of their codes (`case_code`).
+CASE_NAMES = tuple(sorted({case for cases in CASES.values() for case, _ in cases}))
+_CASE_NAMES = pl.Enum(CASE_NAMES)
 
 
-def _bet_type_code(bet_type: pl.Expr) -> pl.Expr:
+def bet_type_code(bet_type: pl.Expr) -> pl.Expr:
     """A bet type's index in BET_TYPES; null for any other text."""
     return bet_type.cast(pl.Enum(BET_TYPES), strict=False).to_physical().cast(pl.Int32)
 
@@ -109,7 +111,7 @@ def case_expr(bet_type: pl.Expr) -> pl.Expr:
     chain visits every bet some 35 times, and text at each step was slower.
     """
     results = sorted({needs["result"] for cases in CASES.values() for _, needs in cases if "result" in needs})
-    typed = {"bet_type": _bet_type_code(bet_type),
+    typed = {"bet_type": bet_type_code(bet_type),
              "result": pl.col("result").cast(pl.Enum(results), strict=False)}
     chain = None
     for bet, cases in CASES.items():
@@ -140,7 +142,7 @@ def _cases_by_finish() -> pl.Series:
     """`case_expr` on every bet type and finish, at (bet type's index in BET_TYPES) * FINISHES + finish code."""
     finishes = pl.DataFrame([facts(*values) for values in itertools.product(*FINISH.values())])
     table = pl.DataFrame({"bet_type": BET_TYPES}).join(finishes, how="cross").with_columns(
-        at=_bet_type_code(pl.col("bet_type")) * FINISHES + _finish_code(),
+        at=bet_type_code(pl.col("bet_type")) * FINISHES + _finish_code(),
         case=case_expr(pl.col("bet_type")).cast(_CASE_NAMES))
     assert table["at"].to_list() == list(range(table.height))  # the code is the row: a gather finds it
     return table["case"]
@@ -150,7 +152,17 @@ def case_looked_up(bet_type: pl.Expr) -> pl.Expr:
     """`case_expr`, looked up: the case of every bet gathered from `case_expr` evaluated once on every
     bet type and finish. Its chain visits every bet some 35 times; this gathers once.
     Null where the bet type is not one of BET_TYPES or the round has no facts."""
-    return pl.lit(_cases_by_finish()).gather(_bet_type_code(bet_type) * FINISHES + _finish_code()).cast(pl.String)
+    return _case_of_finish(bet_type_code(bet_type)).cast(pl.String)
+
+
+def case_code(bet_code: pl.Expr) -> pl.Expr:
+    """`case_looked_up` as the case's index in CASE_NAMES, from the bet type's (`bet_type_code`):
+    what the settlement looks a bet's pay up by, with no text made."""
+    return _case_of_finish(bet_code).to_physical()
+
+
+def _case_of_finish(bet_code: pl.Expr) -> pl.Expr:
+    return pl.lit(_cases_by_finish()).gather(bet_code * FINISHES + _finish_code())
 
 
 def facts_expr() -> dict[str, pl.Expr]:
