@@ -454,8 +454,9 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
     A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
     the bets after its last one found are not found, and the new piece finds some of them (or none
     was found yet: rounds without bets are passed); then the pieces before the one that holds the
-    last bet's round are let go. A bet whose round is not in the window is left over. The window holds
-    at most `Tuning.window_pieces` pieces."""
+    last bet's round are let go. A bet whose round is not in the window, or not between the rounds of
+    the piece's first and last bets found there (`_between`), is left over. The window holds at most
+    `Tuning.window_pieces` pieces."""
     window, left, j = [], [], 0
     left_over.mkdir()
     most = tuning.current().window_pieces
@@ -488,8 +489,8 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
             if not hit.any():
                 unfound = bets
             else:
-                beside = bets.with_columns(id_key=keys).join(pl.concat(window).rename({"round_id": "id_of_round"}),
-                                                             on="id_key", how="left")
+                beside = bets.with_columns(id_key=keys).join(_between(pl.concat(window), keys.filter(hit)).rename(
+                    {"round_id": "id_of_round"}), on="id_key", how="left")
                 same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
                 unfound = beside.filter(~same).select(bets.columns)
                 if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
@@ -505,6 +506,15 @@ def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFr
         if settling is not None:
             settling.result()
     return left
+
+
+def _between(facts: pl.DataFrame, found: pl.Series) -> pl.DataFrame:
+    """The rows of `facts` from the round of the first bet `found` (the keys of a piece's bets whose
+    round is among them, in bet log order) to the round of the last: in a bet log written as its
+    rounds were dealt, every round the piece's bets name, and the join then holds those rounds alone,
+    not the whole window. A bet whose round lies outside them is out of that order, and left over."""
+    first, last = facts["id_key"].index_of(found[0]), facts["id_key"].index_of(found[-1])
+    return facts.slice(first, last - first + 1) if first <= last else facts
 
 
 def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pieces: list[pl.LazyFrame],
