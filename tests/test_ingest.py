@@ -299,6 +299,22 @@ def test_dealt_at_spellings_read_as_utc_and_the_rest_as_null():
     assert with_timestamp(frame.lazy(), "t", "utc").collect()["utc"].to_list() == read
 
 
+def test_every_character_polars_trims_is_trimmed_from_short_and_long_text_alike(tmp_path):
+    """Cards, outcomes and other short text are trimmed only where they hold a blank (a search cheaper
+    than the trim on a few characters): a log with every Unicode character before and after a card,
+    an outcome and a round_id reads each as polars' own trim (`str.strip_chars`) has it, empty as null."""
+    every = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    values = {"round_id": [f"{c}R-{i}{c}" for i, c in enumerate(every)],
+              **{card: [f"{c}KS{c}" for c in every] for card in ingest.required("round_log")[1:]},
+              "outcome": [f"{c}B{c}" for c in every]}
+    values = {name: [*column, " ", ""] for name, column in values.items()}  # blank and empty: null
+    pl.DataFrame(values).write_parquet(tmp_path / "rounds.parquet")
+    read = ingest.scan(tmp_path / "rounds.parquet", "round_log").frame.select(*values).collect()
+    trimmed = pl.DataFrame(values).select(pl.all().str.strip_chars().replace("", None))
+    assert read.equals(trimmed)
+    assert (read["player_card_1"] == "KS").sum() == 25  # Unicode's White_Space, each trimmed away
+
+
 FIELD_TEXT = st.text(alphabet='ab7KS ,"\té♣', max_size=6)  # commas and quotes, blanks, beyond ASCII
 
 

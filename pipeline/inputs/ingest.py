@@ -814,9 +814,10 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
     present = [c for c in columns(contract_name) if c in found]
     # Numbers and times become text as `as_text` writes them: no space to trim.
     typed = {c for c in present if found[c].dtype.is_numeric() or found[c].dtype.is_temporal()}
+    kinds = {c: spec["kind"] for c, spec in contract(contract_name)["meta"]["columns"].items()}
     # Columns are renamed in the select that trims them: a rename before it keeps a filter from the reader.
     column = {c: as_text(found[c].expr, found[c].dtype) for c in present}
-    trimmed = {c: (column[c] if c in typed else column[c].str.strip_chars())
+    trimmed = {c: (column[c] if c in typed else trim(column[c], kinds[c] in SHORT_KINDS))
                if c in present else pl.lit(None, pl.String) for c in columns(contract_name)}
     # A step after the trim, not one expression: polars computes a subexpression used twice twice.
     finished = {c: pl.when(pl.col(c) != "").then(pl.col(c)) for c in present if c not in typed}
@@ -825,6 +826,23 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
         finished |= {c: mappings.translated(pl.col(c), finished.get(c, pl.col(c)), table)
                      for c, table in mapping.values.items() if c in trimmed}
     return trimmed, finished
+
+
+#: The characters `str.strip_chars()` takes from either end: Unicode's White_Space.
+BLANKS = ("\t", "\n", "\x0b", "\x0c", "\r", " ", "\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)),
+          "\u2028", "\u2029", "\u202f", "\u205f", "\u3000")
+#: The kinds of column (the contract's `meta`) whose values are a few characters: cards, totals,
+#: outcomes, profiles, bet types and amounts.
+SHORT_KINDS = frozenset({"card", "third_card", "total", "outcome", "profile", "bet_type", "amount"})
+
+
+def trim(text: pl.Expr, short: bool = False) -> pl.Expr:
+    """`text` without the blanks at either end. A `short` text is trimmed only where it holds a blank:
+    on a few characters the search costs less than the trim, and polars works no row of a branch that
+    no row takes (on ids and times, longer, the trim costs less than the search)."""
+    if not short:
+        return text.str.strip_chars()
+    return pl.when(text.str.contains_any(BLANKS)).then(text.str.strip_chars()).otherwise(text)
 
 
 _NUMBERS = pl.Series([str(number) for number in range(1024)], dtype=pl.String)
