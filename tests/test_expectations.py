@@ -28,6 +28,8 @@ def _spoilt(folder: Path) -> dict[str, Path]:
         .when(at % 400 == 7)
         .then(pl.lit("SAME")).otherwise(pl.col("round_id")),
         "player_card_1": pl.when(at == 11).then(pl.lit("XX")).when(at == 12).then(None).otherwise(pl.col("player_card_1")),
+        # Not a card the audit reads, yet upper-cased (the long s to S) a spelling the set holds.
+        "player_card_2": pl.when(at == 14).then(pl.lit("k\u017f")).otherwise(pl.col("player_card_2")),
         "banker_card_3": pl.when(at == 13).then(pl.lit("<b>11Z</b>")).otherwise(pl.col("banker_card_3")),
         "player_total": pl.when(at == 17).then(pl.lit("15")).otherwise(pl.col("player_total")),
         "outcome": pl.when(at == 19).then(pl.lit("dragon")).when(at == 20).then(pl.lit("p")).otherwise(pl.col("outcome")),

@@ -11,11 +11,12 @@ own machinery is asked for: Data Docs and `validate`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..inputs import ingest
+from ..rules import cards
 from ..inputs.ids import outside_ascii
 from .contract import (EXAMPLES, SET_KINDS, Subject, Window, amount_value, as_read, column_of, expectations_of,
                        is_unique, set_value, view)
@@ -130,12 +131,18 @@ class Singles:
     by_row: dict[int, str]  # the flags judged row by row (ids, times): the rest are of BY_VALUE's kinds
     by_value: dict[str, list[int]]  # each column of BY_VALUE's kinds and the flags judged on its distinct values
     as_values: dict[str, pl.Expr]  # each of those columns as the view has it (`BY_VALUE`)
+    #: The card columns whose rows with a card read (their code column, named here, not null) no flag
+    #: of theirs can find unexpected: only their other rows are counted (`of`, `parsed_cards`).
+    parsed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, contract_name: str, present: frozenset[str], window: Window) -> Singles:
+    def of(cls, contract_name: str, present: frozenset[str], window: Window, parsed_cards: bool = False) -> Singles:
+        """`parsed_cards`: the pieces counted are the audit's, prepared (`engines.run.prepared`) from a
+        log in card notation, each card column beside its code (`ingest.code_column`)."""
         shaped = set(view(pl.LazyFrame(schema=dict.fromkeys(present, pl.String)), present, contract_name)
                      .collect_schema().names())
         runnable, _ = expectations_of(contract_name, shaped, window)
+        runnable_by = dict(runnable)
         flags, columns = {}, {}
         for index, expectation in runnable:
             value = pl.col(column_of(expectation) or "")
@@ -152,9 +159,11 @@ class Singles:
         for i, c in sorted(columns.items(), key=lambda item: item[1]):
             if kinds[c] in BY_VALUE:
                 by_value.setdefault(c, []).append(i)
+        parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in CARD_KINDS
+                  and all(_expects_every_card(runnable_by[i]) for i in by_value[c])}
         return cls(contract_name, present, flags, columns,
                    {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, by_value,
-                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in by_value})
+                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in by_value}, parsed)
 
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
@@ -163,7 +172,7 @@ class Singles:
         millions of rounds they are a few hundred), every flag of it in one query; its rows are read
         for examples only when one is unexpected."""
         counted: dict[str, object] = {"rows": rows.height}
-        queries = [rows.lazy().select(pl.col(c).value_counts(name="rows")).unnest(c)
+        queries = [_unread(rows, self.parsed.get(c)).select(pl.col(c).value_counts(name="rows")).unnest(c)
                    .with_columns(self.as_values[c])
                    .select(pl.col("rows").filter(self.flags[i]).sum().alias(f"count {i}") for i in flagged)
                    for c, flagged in self.by_value.items()]
@@ -193,6 +202,27 @@ class Singles:
             results[index] = {"success": unexpected == 0, "unexpected_count": unexpected, "element_count": rows,
                               "examples": kept_short(as_read(examples, kinds[column]["kind"]))}
         return results
+
+
+CARD_KINDS = ("card", "third_card")
+#: What the view (`contract.set_value`) makes of every spelling a card is read from.
+_CARDS_AS_VIEWED = frozenset(spelling.upper() for spelling in cards.SPELLINGS)
+
+
+def _expects_every_card(expectation: dict) -> bool:
+    """Whether every text read as a card (`cards.SPELLINGS`, in any case) meets `expectation`: a
+    card's value is not null, and upper-cased (as the view has it) it is a spelling, which a set
+    holding all of them takes."""
+    kind = expectation["type"]
+    return kind == "expect_column_values_to_not_be_null" or (
+        kind == "expect_column_values_to_be_in_set" and _CARDS_AS_VIEWED <= set(expectation["kwargs"]["value_set"]))
+
+
+def _unread(rows: pl.DataFrame, code: str | None) -> pl.LazyFrame:
+    """The rows a column is counted on: all, or, for a card column whose read cards meet every
+    expectation on it (`Singles.parsed`), those without a card read (`code` null): a few, where
+    counting every row's text cost more (docs/performance.md)."""
+    return rows.lazy() if code is None else rows.lazy().filter(pl.col(code).is_null())
 
 
 def _unique_among(subject: Subject, column: str, copies: list[pl.LazyFrame]) -> dict:

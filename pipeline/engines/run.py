@@ -271,7 +271,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     for folder in (STAGED, "findings.rounds", "quarantine.pieces", *([CELLS] if levels else [])):
         (staging / folder).mkdir()
-    singles = expectations.Singles.of("round_log", log.columns, options.window) if options.validate else None
+    singles = (expectations.Singles.of("round_log", log.columns, options.window, parsed_cards=log.notation == "cards")
+               if options.validate else None)
     in_log_order = None
     if options.across_rounds:
         def decks_for(named: list[str]) -> dict[str, int]:
