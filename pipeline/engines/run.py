@@ -771,15 +771,23 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     with staging_in(out_dir, outputs_of(options)) as staging:
         read = _read_once(log, options, staging, started)
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
-        # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
-        sizes = tuning.current()
-        # Cut as the checks across rounds cut a log, and in pieces of `Tuning.bet_rows` to be settled.
-        bet_pieces, settle_pieces = (bets_in_scope(bet_log, options.selection, staging, sizes.piece_rows,
-                                                   min(sizes.bet_rows, sizes.piece_rows))
-                                     if bet_log is not None else ([], deque()))
-        counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging, read)
-        options.on_phase("fairness statistics")
-        tests = fairness_tests(stored.scan(staging / CELLS) if read.levels else None, options, staging, log.ranked)
+        tested = partial(fairness_tests, stored.scan(staging / CELLS) if read.levels else None, options, staging,
+                         log.ranked)
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            # The fairness statistics read only the cells the read staged: worked out on a thread of their
+            # own while the checks across rounds run, each using the cores the other leaves; not beside
+            # the bets, which leave none, so that the statistics would only hold their memory longer.
+            testing = beside.submit(copy_context().run, tested) if bet_log is None else None
+            # Settled, and held to their contract: the bets of the rounds the narrowing keeps.
+            sizes = tuning.current()
+            # Cut as the checks across rounds cut a log, and in pieces of `Tuning.bet_rows` to be settled.
+            bet_pieces, settle_pieces = (bets_in_scope(bet_log, options.selection, staging, sizes.piece_rows,
+                                                       min(sizes.bet_rows, sizes.piece_rows))
+                                         if bet_log is not None else ([], deque()))
+            counted, on_the_way = _check(log, bet_log, bet_pieces, settle_pieces, names, options, started, staging,
+                                         read)
+            options.on_phase("fairness statistics")
+            tests = tested() if testing is None else testing.result()
         if tests is not None:
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
