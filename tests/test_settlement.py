@@ -43,14 +43,14 @@ def test_cases_looked_up_equal_the_chain_on_every_finish_and_bet_type():
     (a bet on a round not in the log, quarantined) has no case; the chain's catch-all said "lose"."""
     finishes = [bets.facts(*values) for values in itertools.product(*bets.FINISH.values())]
     rows = [coup | {"bet_type": bet} for coup in finishes for bet in (*bets.BET_TYPES, "KENO")]
-    frame = pl.DataFrame(rows).with_columns(chain=bets.case_expr(pl.col("bet_type")),
-                                            looked_up=bets.case_looked_up(pl.col("bet_type")))
+    looked_up = pl.lit(pl.Series(bets.CASE_NAMES)).gather(bets.case_code(bets.bet_type_code(pl.col("bet_type"))))
+    frame = pl.DataFrame(rows).with_columns(chain=bets.case_expr(pl.col("bet_type")), looked_up=looked_up)
     assert frame.height == bets.FINISHES * (len(bets.BET_TYPES) + 1)
     assert frame.filter(pl.col("chain").ne_missing(pl.col("looked_up"))).height == 0
     assert frame["looked_up"].null_count() == bets.FINISHES  # the unknown bet type's
     no_facts = pl.DataFrame([{fact: None for fact in finishes[0]} | {"bet_type": "TIE"}], schema=frame.drop(
         "chain", "looked_up").schema)
-    assert no_facts.select(bets.case_looked_up(pl.col("bet_type"))).item() is None
+    assert no_facts.select(looked_up).item() is None
 
 
 def _settlement(out):

@@ -3,7 +3,7 @@
 `CASES` lists, for every bet type, the ways it can end and the facts of the coup that decide each,
 first match wins. The scalar `case_of` and the polars `case_expr` are two evaluators of that one
 statement (tests prove them equal on every finish); the batch path gathers `case_expr`'s answer for
-every finish from a table (`case_looked_up`) instead of running its chain on every bet. `returns`
+every finish from a table (`case_code`) instead of running its chain on every bet. `returns`
 reads a profile's pays into the amount returned per unit staked for each (bet type, case), as exact
 decimals.
 """
@@ -148,21 +148,12 @@ def _cases_by_finish() -> pl.Series:
     return table["case"]
 
 
-def case_looked_up(bet_type: pl.Expr) -> pl.Expr:
-    """`case_expr`, looked up: the case of every bet gathered from `case_expr` evaluated once on every
-    bet type and finish. Its chain visits every bet some 35 times; this gathers once.
-    Null where the bet type is not one of BET_TYPES or the round has no facts."""
-    return _case_of_finish(bet_type_code(bet_type)).cast(pl.String)
-
-
 def case_code(bet_code: pl.Expr) -> pl.Expr:
-    """`case_looked_up` as the case's index in CASE_NAMES, from the bet type's (`bet_type_code`):
-    what the settlement looks a bet's pay up by, with no text made."""
-    return _case_of_finish(bet_code).to_physical()
-
-
-def _case_of_finish(bet_code: pl.Expr) -> pl.Expr:
-    return pl.lit(_cases_by_finish()).gather(bet_code * FINISHES + _finish_code())
+    """`case_expr`, looked up, as the case's index in CASE_NAMES: gathered from `case_expr` evaluated
+    once on every bet type and finish, from the bet type's index (`bet_type_code`). Its chain visits
+    every bet some 35 times; this gathers once, and makes no text. Null where the bet type is not one
+    of BET_TYPES or the round has no facts."""
+    return pl.lit(_cases_by_finish()).gather(bet_code * FINISHES + _finish_code()).to_physical()
 
 
 def facts_expr() -> dict[str, pl.Expr]:
