@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import polars as pl
 
@@ -159,7 +160,7 @@ class Singles:
         for i, c in sorted(columns.items(), key=lambda item: item[1]):
             if kinds[c] in BY_VALUE:
                 by_value.setdefault(c, []).append(i)
-        parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in CARD_KINDS
+        parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in _CARD_KINDS
                   and all(_expects_every_card(runnable_by[i]) for i in by_value[c])}
         return cls(contract_name, present, flags, columns,
                    {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, by_value,
@@ -204,18 +205,22 @@ class Singles:
         return results
 
 
-CARD_KINDS = ("card", "third_card")
-#: What the view (`contract.set_value`) makes of every spelling a card is read from.
-_CARDS_AS_VIEWED = frozenset(spelling.upper() for spelling in cards.SPELLINGS)
+_CARD_KINDS = ("card", "third_card")
+
+
+@cache
+def _cards_as_viewed() -> frozenset[str]:
+    """What the view (`contract.set_value`) makes of every spelling a card is read from."""
+    spellings = pl.DataFrame({"card": sorted(cards.SPELLINGS)})
+    return frozenset(spellings.select(set_value(pl.col("card")).cast(pl.String))["card"])
 
 
 def _expects_every_card(expectation: dict) -> bool:
     """Whether every text read as a card (`cards.SPELLINGS`, in any case) meets `expectation`: a
-    card's value is not null, and upper-cased (as the view has it) it is a spelling, which a set
-    holding all of them takes."""
+    card's value is not null, and as the view has it, it is in a set holding every spelling so viewed."""
     kind = expectation["type"]
     return kind == "expect_column_values_to_not_be_null" or (
-        kind == "expect_column_values_to_be_in_set" and _CARDS_AS_VIEWED <= set(expectation["kwargs"]["value_set"]))
+        kind == "expect_column_values_to_be_in_set" and _cards_as_viewed() <= set(expectation["kwargs"]["value_set"]))
 
 
 def _unread(rows: pl.DataFrame, code: str | None) -> pl.LazyFrame:
