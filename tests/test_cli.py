@@ -91,6 +91,9 @@ def test_audit_with_findings_exits_1_and_names_the_checks(tmp_path):
         # Quotes inside a field, even in number: the reader fails on them, or reads the row as one field.
         (lambda d: _write(d / "inside.csv", f"{HEADER}\nR1,KS,2S,,3S,4S,\nR\"2,KS,2S,,3S,4\"S,\nR3,KS,2S,,3S,4S,\n"),
          "inside.csv: row 2 holds a quote inside a field"),
+        (lambda d: [_write(d / name, f"{HEADER}\nR1,KS,2S,,3S,4S,\n{row},KS,2S,,3S,4S,\n") for name, row in
+                    (("d.csv", "R2"), ("e.csv", 'R"2"'), ("f.csv", "R3"))][0].parent,
+         "e.csv: row 2 holds a quote inside a field"),  # among files counted together
     ],
 )
 def test_input_that_cannot_be_audited_exits_2_with_one_line(tmp_path, make, message):

@@ -191,7 +191,7 @@ class Log:
         cost a query per file), the CSV files' by one count of their lines (`csv_rows`); 0 for a file
         the selection rules out."""
         counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
-        csv_lines = dict(zip(counted, csv_rows(self.path, [self.opened[i].source for i in counted])))
+        csv_lines = dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted])))
         return tuple(0 if one.ruled_out else csv_lines[i] if one.stored_rows is None else one.stored_rows
                      for i, one in enumerate(self.opened))
 
@@ -547,19 +547,31 @@ def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
 
 def csv_rows(label: Path, files: list[Path]) -> list[int]:
     """The rows under the header of each CSV file, counted by one query over them all, not a query per
-    file. A file whose records, as the reader parses them, are not as many as its lines has a record
-    that spans lines, which `csv_records` cannot read: an InputError naming its row."""
+    file. A file with a line whose quotes are not CSV quoting, or whose records, as the reader parses
+    them, are not as many as its lines (a record that spans lines, which `csv_records` cannot read):
+    an InputError naming its row (`_misquoted_row`). Each file is read through its copy (`lines.copy_of`)."""
     if not files:
         return []
     shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
               "glob": False}
-    names = [str(file) for file in files]
-    lines = pl.scan_csv(names, separator="\x00", quote_char=None, schema={"line": pl.String}, **shared)
+    names = [str(lines.copy_of(file)) for file in files]
+    text_lines = pl.scan_csv(names, separator="\x00", quote_char=None, schema={"line": pl.String}, **shared)
     records = pl.scan_csv(names, quote_char='"', truncate_ragged_lines=True, extra_columns="ignore",
                           schema={"field": pl.String}, **shared)
-    per_file = [frame.group_by("file").len() for frame in (lines, records)]
-    counts = [dict(zip(*found.get_columns())) for found in collect(label, per_file)]
+    # A line whose quotes are not CSV quoting can make the reader fail, or read it as it was not meant:
+    # its file is found by this count, before the log is read, and its row by `_unreadable`.
+    line = pl.col("line")
+    misquoted = pl.when(line.str.contains('"', literal=True)).then(~line.str.contains(_QUOTED_AS_CSV)).any()
+    try:
+        per_file = pl.collect_all([text_lines.group_by("file").agg(pl.len(), misquoted=misquoted),
+                                   records.group_by("file").len()])
+    except pl.exceptions.PolarsError as error:  # on a file whose quotes broke the reader, named by its row
+        raise _unreadable(next(filter(_misquoted_row, files), label), error) from None
+    misquoted_in = set(per_file[0].filter("misquoted")["file"])
+    counts = [dict(zip(found["file"], found["len"])) for found in per_file]
     for file, name in zip(files, names):
+        if name in misquoted_in:
+            raise _unreadable(file, pl.exceptions.ComputeError("a quote out of place"))
         if counts[0].get(name, 0) != counts[1].get(name, 0):
             raise _unreadable(file, pl.exceptions.ShapeError("its records and its lines differ in number"))
     return [counts[0].get(name, 0) for name in names]
@@ -896,7 +908,7 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     label, files, unread = expand(inputs)
     made: dict[tuple, tuple] = {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made) for path in files], selection)
-    if not any(_has_rows(path, one.rows(0, None, narrowed=False)) for path, one in zip(files, opened)):
+    if not any(_has_rows(path, one.rows(0, 1, narrowed=False)) for path, one in zip(files, opened)):
         raise InputError(f"{files[0]}: the header has no rows under it; nothing to audit" if len(files) == 1
                          else f"{label}: none of its {len(files)} files has a row under its header; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
@@ -928,7 +940,7 @@ def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Se
         except InputError:
             # A CSV record that spans lines put the records out of step with the lines: the count
             # names its file and row.
-            csv_rows(label, [opened[i].source for i in group if opened[i].stored_rows is None])
+            csv_rows(label, [files[i] for i in group if opened[i].stored_rows is None])
             raise
         kept |= set(found["source_file"])
     tested = {i for group in groups for i in group}
@@ -1033,7 +1045,8 @@ def _misquoted_row(path: Path) -> tuple[int, bool] | None:
     number of them: a record that runs on to the next line (which the reader takes as one record where
     `csv_records` counts two lines, so their lengths differ), or runs on to the end of the file. An
     even number out of place, a quote inside a field (`R"2,...,4"S`), makes the reader fail too, or
-    read it as it was not meant. Looked for only once the reader has failed."""
+    read it as it was not meant. Looked for once the reader has failed, or the count of the lines found
+    such a line (`csv_rows`)."""
     if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
         return None
     # Its lines as the reader reads them: of the copy it is read through (decompressed, its line ends
