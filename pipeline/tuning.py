@@ -22,9 +22,9 @@ class Tuning:
     #: Bets the settlement reads at once beside their rounds (`run._settle_in_log_order`), the next
     #: piece read while one is settled: two pieces are held.
     bet_rows: int = 100_000
-    #: Rows filed by piece in one query (`run._sink_in_log_order`): polars' partitioned sink held all
-    #: it was given, so many findings are filed this many at a time.
-    filing_rows: int = 250_000
+    #: Findings sorted at once (`run._sink_in_log_order`); more are filed by piece this many at a time
+    #: in one query: a sort holds all it sorts, and polars' partitioned sink held all it was given.
+    filing_rows: int = 100_000
     #: The most plans one piece of a log reads (`ingest.Log.pieces`): polars' streaming engine takes a
     #: union of plans in a time that grows as their square.
     plans: int = 32
