@@ -228,6 +228,14 @@ def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_au
     flagged = page.split('id="flagged-rounds"')[1].split("<h2")[0]
     assert f"<summary>{summary['rounds_flagged']:,} rows of the round log with a finding</summary>" in flagged
     assert flagged.count("<tr>") == summary["rounds_flagged"] + 1  # and the header
+    # Each row with every check found on it, in the order findings.parquet first names the row.
+    on_rows = pl.read_parquet(sample_audit / "findings.parquet").filter(
+        (pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+    expected = on_rows.group_by("source_file", "source_row", maintain_order=True).agg(
+        pl.col("check").unique(maintain_order=True).str.join(", "))
+    listed = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", flagged)[1:]]
+    assert [(cells[0], int(cells[1]), cells[4]) for cells in listed] == [
+        (Path(file).name, row, checks) for file, row, checks in expected.iter_rows()]
     sign_off = page.split('id="sign-off"')[1]
     assert summary["run_id"] in sign_off and summary["as_of"] in sign_off
     assert summary["run_by"]["host"] and summary["run_by"]["host"] in sign_off

@@ -380,13 +380,20 @@ FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in 
 def _flagged_rounds(findings: pl.LazyFrame) -> str:
     """Every flagged row of the round log with its checks, in log order, folded away: the first
     FLAGGED_SHOWN of them on the page, all of them in findings.parquet beside it."""
-    rows = (findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
-            .group_by("source_file", "source_row", maintain_order=True)
-            .agg(pl.col("round_id", "table_id").first(), pl.col("check").unique(maintain_order=True).str.join(", ")))
-    total = rows.select(pl.len()).collect().item()
+    on_rows = findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+    place = ["source_file", "source_row"]
+    # Counted as one integer a row (its file's code above its row), and only the rows listed grouped
+    # with their checks: grouped whole, a large log's flagged rows were held with their texts.
+    row = (pl.col("source_file").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+           + pl.col("source_row").cast(pl.UInt64))
+    total = on_rows.select(row.n_unique()).collect().item()
     if not total:
         return ""
-    listed = rows.head(FLAGGED_SHOWN).collect()
+    first = on_rows.select(place).unique(maintain_order=True).head(FLAGGED_SHOWN)
+    listed = (on_rows.join(first, on=place, how="semi", maintain_order="left")
+              .group_by(place, maintain_order=True)
+              .agg(pl.col("round_id", "table_id").first(), pl.col("check").unique(maintain_order=True).str.join(", "))
+              .collect())
     more = ("" if total <= FLAGGED_SHOWN else
             f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in findings.parquet.</p>')
     table = _table(["file", "row", "round", "table", "checks"],
