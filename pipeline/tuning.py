@@ -25,6 +25,9 @@ class Tuning:
     #: Findings sorted at once (`run._sink_in_log_order`); more are filed by piece this many at a time
     #: in one query: a sort holds all it sorts, and polars' partitioned sink held all it was given.
     filing_rows: int = 100_000
+    #: Rows a row group holds in the files put in log order (findings, bets quarantined) and in
+    #: findings.parquet: the one write of every finding reads them back a few row groups at a time.
+    filed_row_group: int = 16_384
     #: The most plans one piece of a log reads (`ingest.Log.pieces`): polars' streaming engine takes a
     #: union of plans in a time that grows as their square.
     plans: int = 32

@@ -598,11 +598,11 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     cost as the square of the log."""
     total = rows.select(pl.len()).collect().item()
     sizes = tuning.current()
-    piece_rows, filing_rows = sizes.piece_rows, sizes.filing_rows
+    piece_rows, filing_rows, row_group = sizes.piece_rows, sizes.filing_rows, sizes.filed_row_group
     if total <= filing_rows:
         ordered = in_order(rows)
         run.sink(name, ordered if first_by is None else ordered.sort(first_by, maintain_order=True).drop(first_by),
-                 log.path, row_group_size=FINDINGS_ROW_GROUP)
+                 log.path, row_group_size=row_group)
         return
     sizes = sorted(zip(map(str, log.files), log.rows_per_file))
     # Each piece is sorted alone: a log's pieces when the rows are few beside it, else smaller ones.
@@ -626,7 +626,7 @@ def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Que
     for k, piece in zip(filled, written):
         run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
     joined = pl.concat([stored.scan(run.staging / piece) for piece in written])
-    run.sink(name, joined if first_by is None else joined.drop(first_by), log.path, row_group_size=FINDINGS_ROW_GROUP)
+    run.sink(name, joined if first_by is None else joined.drop(first_by), log.path, row_group_size=row_group)
     placed = stored.scan(run.staging / name).select(pl.len()).collect().item()
     if placed != total:  # the join to the pieces drops a row no piece of the log holds: a bug, not lost quietly
         raise RuntimeError(f"{name}: {total - placed:,} of {total:,} rows are not in any piece of {log.path}")
@@ -659,11 +659,6 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
                                       last_dealt=pl.col("last_dealt").max())}
 
 
-#: Rows a row group of the findings files holds: the one write of every finding reads them back and
-#: holds a few row groups of each at once, and findings grow with the log.
-FINDINGS_ROW_GROUP = 16_384
-
-
 def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest.Mapping | None) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
     the tables' (TABLE_STATS), in one write. Each piece's findings come by check (`round_findings`),
@@ -678,7 +673,8 @@ def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest
     # A reader of the file alone learns there that its round_ids were made by the audit, not recorded.
     derived = {"round_id": mapping.derived_id} if mapping is not None and mapping.derived_id else None
     ingest.collect(log.path, [published(pl.concat(found), run_id).sink_parquet(
-        staging / "findings.parquet", metadata=derived, row_group_size=FINDINGS_ROW_GROUP, lazy=True)])
+        staging / "findings.parquet", metadata=derived, row_group_size=tuning.current().filed_row_group,
+        lazy=True)])
 
 
 def _staged(staging: Path) -> list[list[Path]]:
