@@ -170,6 +170,9 @@ def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faul
     whole, chunked = (pl.read_parquet(tmp_path / out / "fairness.parquet") for out in ("whole", "chunked"))
     assert whole.filter(pl.col("level") == "shoe")["group"].n_unique() > 3 * 7
     assert whole["level"].unique(maintain_order=True).to_list() == ["shoe", "table"]
+    for level in ("shoe", "table"):  # each level's rows by group, then test
+        placed = whole.filter(pl.col("level") == level).select("group", "test")
+        assert_frame_equal(placed, placed.sort("group", "test"))
     assert_frame_equal(whole, chunked, check_exact=True)
     tables = whole.filter(pl.col("level") == "table")
     assert [(t["group"], t["test"]) for t in result.summary["fairness"]["tables"]] == list(

@@ -113,13 +113,19 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
     """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p;
     none for the statistics `skipped` (RANKED, of a log of card points).
 
-    `counts` is `group_counts`: one row per group. Tail probabilities are computed on whole columns.
+    `counts` is `group_counts` of one level: one row per group, in order. Tail probabilities are
+    computed on whole columns.
     """
     # The tails straight from scipy.special (what scipy.stats calls underneath): same values, and a
     # quarter of a second to import instead of a second and a half.
     from scipy.special import chdtrc, ndtr
 
-    place = ["level", "group"]
+    # The rows put in the order of group and test by numbers, not by their texts: each group's place
+    # in `counts` and each test's among the tests' names sorted.
+    counts = counts.with_row_index("at")
+    place = ["level", "group", "at"]
+    tests_sorted = sorted([*STATISTICS, "outcome_chi_square", *RECORDED, RECORDED_TEST])
+    rank = {name: pl.lit(i, pl.UInt8) for i, name in enumerate(tests_sorted)}
     per_test = []
     for tests, outcomes, rounds, chi_square_test in ((STATISTICS, OUTCOMES, "rounds", "outcome_chi_square"),
                                                      (RECORDED, RECORDED, "recorded_rounds", RECORDED_TEST)):
@@ -127,7 +133,8 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
         for s in (s for s in tests if s not in skipped):
             observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
             per_test.append(of.select(
-                *place, pl.col(rounds).alias("rounds"), test=pl.lit(s), observed=observed.cast(pl.Float64),
+                *place, pl.col(rounds).alias("rounds"), test=pl.lit(s), rank=rank[s],
+                observed=observed.cast(pl.Float64),
                 expected=expected,
                 statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0)))
         chi_square = pl.sum_horizontal(
@@ -136,6 +143,7 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
             .otherwise(0.0)
             for s in outcomes)
         per_test.append(of.select(*place, pl.col(rounds).alias("rounds"), test=pl.lit(chi_square_test),
+                                  rank=rank[chi_square_test],
                                   observed=pl.lit(None, pl.Float64), expected=pl.lit(None, pl.Float64),
                                   statistic=chi_square))
     table = pl.concat(per_test).cast({"rounds": pl.UInt32})
@@ -144,7 +152,7 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
     tail = chdtrc(2, z)  # chi-square survival function, 2 degrees of freedom
     table = table.with_columns(p_value=pl.when(pl.col("test").str.ends_with("chi_square"))
                                .then(pl.Series(tail)).otherwise(pl.Series(two_sided)))
-    table = table.sort("level", "group", "test", maintain_order=True).with_row_index("row")
+    table = table.sort("at", "rank", maintain_order=True).drop("at", "rank").with_row_index("row")
     adjusted = []
     for corrected_together in (FLAGGED_TESTS, (RECORDED_TEST,)):  # the replay's tests, the records' apart
         tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(corrected_together))
