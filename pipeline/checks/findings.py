@@ -57,6 +57,14 @@ def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
     return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))
 
 
+def row_key() -> pl.Expr:
+    """A finding's row of its log (source_file, source_row) as one integer: the file's category code
+    above its row (a UInt32 index), smaller to count distinct than pairs that hold each file's name.
+    Codes are not the same from one query to the next: compare keys within one query."""
+    return (pl.col("source_file").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
+            + pl.col("source_row").cast(pl.UInt64))
+
+
 def repeated_keys(keys: pl.Series) -> pl.Series:
     """The id keys (64-bit hashes, no null) on more than one of these rows: every duplicated id (and,
     rarely, a hash collision, which the exact count of the findings on those rows then clears). Found

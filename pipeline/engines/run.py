@@ -40,7 +40,7 @@ from . import parts, stored
 from ..checks.round_checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from .preload import preload
 from ..errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from ..checks.findings import in_log_order, published, repeated_keys, round_findings
+from ..checks.findings import in_log_order, published, repeated_keys, round_findings, row_key
 from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
@@ -954,9 +954,7 @@ def _not_read(role: str, log: ingest.Log) -> list[dict]:
 
 
 def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
-    """Rows of the round log with at least one finding. A row is its file and its place in it, made one
-    integer: the file's category code above its row (a UInt32 index), smaller than pairs that hold
-    each file's name.
+    """Rows of the round log with at least one finding, each made one integer (`row_key`).
 
     Past `Tuning.piece_rows` findings, and with a `scratch` folder, the pairs are counted a part of the rows
     (by row number) at a time (`parts.each`), that many findings given to each query: counted at
@@ -967,9 +965,7 @@ def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
     total = findings.select(pl.len()).collect().item()
     piece_rows = tuning.current().piece_rows
     if scratch is None or total <= piece_rows:
-        row = (pl.col("source_file").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-               + pl.col("source_row").cast(pl.UInt64))
-        return flagged(findings).select(row.unique().len()).collect().item()
+        return flagged(findings).select(row_key().unique().len()).collect().item()
     chunks = [flagged(findings.slice(start, piece_rows)).select("source_file", "source_row")
               for start in range(0, total, piece_rows)]
     count = len(chunks)

@@ -21,6 +21,7 @@ from ..inputs import ingest
 from .. import owned
 from ..engines import stored
 from ..checks.round_checks import CHECKS
+from ..checks.findings import row_key
 from ..errors import InputError, first_line
 from .shown import shown
 from ..inputs.timestamps import timestamp
@@ -382,11 +383,9 @@ def _flagged_rounds(findings: pl.LazyFrame) -> str:
     FLAGGED_SHOWN of them on the page, all of them in findings.parquet beside it."""
     on_rows = findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     place = ["source_file", "source_row"]
-    # Counted as one integer a row (its file's code above its row), and only the rows listed grouped
-    # with their checks: grouped whole, a large log's flagged rows were held with their texts.
-    row = (pl.col("source_file").cast(pl.Categorical).to_physical().cast(pl.UInt64) * 2**32
-           + pl.col("source_row").cast(pl.UInt64))
-    total = on_rows.select(row.n_unique()).collect().item()
+    # Counted as one integer a row (`row_key`), and only the rows listed grouped with their checks:
+    # grouped whole, a large log's flagged rows were held with their texts.
+    total = on_rows.select(row_key().n_unique()).collect().item()
     if not total:
         return ""
     first = on_rows.select(place).unique(maintain_order=True).head(FLAGGED_SHOWN)
