@@ -38,7 +38,7 @@ def with_timestamp(frame: pl.LazyFrame, text: str, name: str) -> pl.LazyFrame:
     """`timestamp(pl.col(text))` as the column `name`, computed in steps: within one expression polars
     parses again at every use of a subexpression. A text without a space,
     which `_iso` leaves as it is, is tried first without that copy; the rest are tried after it."""
-    # Copied with a T only where the fast path read nothing: a copy of every row cost as much as that path.
+    # Copied with a T only where the fast path read nothing: the rows it read need no copy.
     rest = _iso(pl.when(pl.col(name).is_null()).then(pl.col(text)))
     spaceless = pl.when(~pl.col(text).str.contains(" ", literal=True)).then(pl.col(text))
     return (frame.with_columns(_as_utc(spaceless, _ZULU).alias(name))
