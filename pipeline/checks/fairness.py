@@ -66,14 +66,17 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
         "player_pairs": rank["player"][0] == rank["player"][1],
         "banker_pairs": rank["banker"][0] == rank["banker"][1],
     }
-    recorded = recorded_outcome(pl.col("outcome"))
+    # The recorded result read once, a step before the flags: named in four of them within one
+    # expression, it was read again for each.
+    recorded = pl.col("recorded_result")
     observed |= {"recorded_banker_wins": recorded == "BANKER", "recorded_player_wins": recorded == "PLAYER",
                  "recorded_ties": recorded == "TIE"}
     flags = {"recorded_rounds": recorded.is_not_null(), **{f"{name}_observed": flag for name, flag in observed.items()}}
     # The flags made before the grouping, then summed as columns: an expression summed per group is
     # worked group by group, and a piece has thousands of shoes (docs/performance.md).
-    return replayed.select(*levels, "profile", **flags).group_by(*levels, "profile").agg(
-        pl.len().alias("rounds"), *(pl.col(name).sum() for name in flags))
+    return (replayed.with_columns(recorded_result=recorded_outcome(pl.col("outcome")))
+            .select(*levels, "profile", **flags).group_by(*levels, "profile").agg(
+                pl.len().alias("rounds"), *(pl.col(name).sum() for name in flags)))
 
 
 def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str]) -> pl.DataFrame:
