@@ -641,12 +641,13 @@ def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
 def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
     """Per file: rows read, rows quarantined, suited cards (CARD_COUNT needs suits), and the first and
     last dealt_at of the rounds audited (the period the audit covers). They add up (`round_counts`)."""
-    suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).cast(pl.Int64)
-                               for c in ingest.CARD_COLUMNS)
+    # Counted a card column at a time, then the counts added: a sum across the columns of each row cost more.
+    suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).sum()
+                               for c in ingest.CARD_COLUMNS).cast(pl.Int64)
     dealt = pl.col(utc_column("dealt_at")).filter(pl.col("reject").is_null())
     return rounds.group_by("source_file").agg(rows=pl.len().cast(pl.Int64),
                                               rows_quarantined=pl.col("reject").is_not_null().sum().cast(pl.Int64),
-                                              suited_cards=suited.sum(), first_dealt=dealt.min(), last_dealt=dealt.max())
+                                              suited_cards=suited, first_dealt=dealt.min(), last_dealt=dealt.max())
 
 
 def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
