@@ -642,8 +642,8 @@ def tallies(rounds: pl.LazyFrame) -> pl.LazyFrame:
     """Per file: rows read, rows quarantined, suited cards (CARD_COUNT needs suits), and the first and
     last dealt_at of the rounds audited (the period the audit covers). They add up (`round_counts`)."""
     # Counted a card column at a time, then the counts added: a sum across the columns of each row cost more.
-    suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).sum()
-                               for c in ingest.CARD_COLUMNS).cast(pl.Int64)
+    suited = pl.sum_horizontal((pl.col(ingest.code_column(c)) % 8 != 0).fill_null(False).sum().cast(pl.Int64)
+                               for c in ingest.CARD_COLUMNS)
     dealt = pl.col(utc_column("dealt_at")).filter(pl.col("reject").is_null())
     return rounds.group_by("source_file").agg(rows=pl.len().cast(pl.Int64),
                                               rows_quarantined=pl.col("reject").is_not_null().sum().cast(pl.Int64),
