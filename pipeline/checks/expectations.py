@@ -135,6 +135,9 @@ class Singles:
     #: The card columns whose rows with a card read (their code column, named here, not null) no flag
     #: of theirs can find unexpected: only their other rows are counted (`of`, `parsed_cards`).
     parsed: dict[str, str] = field(default_factory=dict)
+    #: Of those columns, the ones with a flag on a missing value (not null expected): the others are
+    #: counted on their rows that hold a value (`_unread`).
+    nulls_flagged: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, contract_name: str, present: frozenset[str], window: Window, parsed_cards: bool = False) -> Singles:
@@ -162,9 +165,11 @@ class Singles:
                 by_value.setdefault(c, []).append(i)
         parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in _CARD_KINDS
                   and all(_expects_every_card(runnable_by[i]) for i in by_value[c])}
+        nulls_flagged = frozenset(c for c, flagged in by_value.items() if any(
+            runnable_by[i]["type"] == "expect_column_values_to_not_be_null" for i in flagged))
         return cls(contract_name, present, flags, columns,
                    {i: c for i, c in columns.items() if kinds[c] not in BY_VALUE}, by_value,
-                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in by_value}, parsed)
+                   {c: BY_VALUE[kinds[c]](pl.col(c)).alias(c) for c in by_value}, parsed, nulls_flagged)
 
     def count(self, rows: pl.DataFrame) -> dict:
         """One row: the rows of `rows` (a piece of the log, as `ingest.Log.frame` or the audit reads
@@ -173,7 +178,8 @@ class Singles:
         millions of rounds they are a few hundred), every flag of it in one query; its rows are read
         for examples only when one is unexpected."""
         counted: dict[str, object] = {"rows": rows.height}
-        queries = [_unread(rows, self.parsed.get(c)).select(pl.col(c).value_counts(name="rows")).unnest(c)
+        queries = [_unread(rows, self.parsed.get(c), None if c in self.nulls_flagged else c)
+                   .select(pl.col(c).value_counts(name="rows")).unnest(c)
                    .with_columns(self.as_values[c])
                    .select(pl.col("rows").filter(self.flags[i]).sum().alias(f"count {i}") for i in flagged)
                    for c, flagged in self.by_value.items()]
@@ -223,11 +229,14 @@ def _expects_every_card(expectation: dict) -> bool:
         kind == "expect_column_values_to_be_in_set" and _cards_as_viewed() <= set(expectation["kwargs"]["value_set"]))
 
 
-def _unread(rows: pl.DataFrame, code: str | None) -> pl.LazyFrame:
+def _unread(rows: pl.DataFrame, code: str | None, held: str | None) -> pl.LazyFrame:
     """The rows a column is counted on: all, or, for a card column whose read cards meet every
     expectation on it (`Singles.parsed`), those without a card read (`code` null): a few, where
-    counting every row's text cost more (docs/performance.md)."""
-    return rows.lazy() if code is None else rows.lazy().filter(pl.col(code).is_null())
+    counting every row's text cost more (docs/performance.md); and of those, only the rows where the
+    column `held` (when named: no flag of it counts a missing value) holds a value, which leaves out a
+    third card not dealt."""
+    rows = rows.lazy() if code is None else rows.lazy().filter(pl.col(code).is_null())
+    return rows if held is None else rows.filter(pl.col(held).is_not_null())
 
 
 def _unique_among(subject: Subject, column: str, copies: list[pl.LazyFrame]) -> dict:
