@@ -111,6 +111,10 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     return pl.concat(frames)
 
 
+#: Each test's place among the tests' names sorted: how `statistics` orders a group's rows.
+_TEST_RANK = {name: i for i, name in enumerate(sorted([*STATISTICS, "outcome_chi_square", *RECORDED, RECORDED_TEST]))}
+
+
 def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
                ) -> pl.DataFrame:
     """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p;
@@ -124,11 +128,10 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
     from scipy.special import chdtrc, ndtr
 
     # The rows put in the order of group and test by numbers, not by their texts: each group's place
-    # in `counts` and each test's among the tests' names sorted.
+    # in `counts` and each test's among the tests' names sorted (`_TEST_RANK`).
     counts = counts.with_row_index("at")
     place = ["level", "group", "at"]
-    tests_sorted = sorted([*STATISTICS, "outcome_chi_square", *RECORDED, RECORDED_TEST])
-    rank = {name: pl.lit(i, pl.UInt8) for i, name in enumerate(tests_sorted)}
+    rank = {name: pl.lit(i, pl.UInt8) for name, i in _TEST_RANK.items()}
     per_test = []
     for tests, outcomes, rounds, chi_square_test in ((STATISTICS, OUTCOMES, "rounds", "outcome_chi_square"),
                                                      (RECORDED, RECORDED, "recorded_rounds", RECORDED_TEST)):

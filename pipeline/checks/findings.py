@@ -57,6 +57,11 @@ def in_log_order(found: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
     return found.sort("source_file", "source_row", pl.col("check").replace_strict(order, return_dtype=pl.UInt8))
 
 
+#: A finding placed on a row of the round log (not on a bet, nor on a whole table): what the summary
+#: counts as a round flagged, and what the report and the evidence list.
+ON_A_ROUND_ROW = (pl.col("source") == "rounds") & pl.col("source_row").is_not_null()
+
+
 def row_key() -> pl.Expr:
     """A finding's row of its log (source_file, source_row) as one integer: the file's category code
     above its row (a UInt32 index), smaller to count distinct than pairs that hold each file's name.

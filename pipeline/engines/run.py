@@ -40,7 +40,7 @@ from . import parts, stored
 from ..checks.round_checks import CHECKS, CODES, DUPLICATE, PER_ROUND
 from .preload import preload
 from ..errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from ..checks.findings import in_log_order, published, repeated_keys, round_findings, row_key
+from ..checks.findings import ON_A_ROUND_ROW, in_log_order, published, repeated_keys, round_findings, row_key
 from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
@@ -962,7 +962,7 @@ def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
     once, the findings of a log whose every round was found were held whole. (Category codes are
     not the same from one query to the next, so the parts count pairs.)"""
     def flagged(rows: pl.LazyFrame) -> pl.LazyFrame:
-        return rows.filter((pl.col("source") == "rounds") & pl.col("round_id").is_not_null())
+        return rows.filter(ON_A_ROUND_ROW)
     total = findings.select(pl.len()).collect().item()
     piece_rows = tuning.current().piece_rows
     if scratch is None or total <= piece_rows:

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from . import explanation
+from ..checks.findings import ON_A_ROUND_ROW
 from ..inputs import ingest
 
 PER_CHECK = 3
@@ -52,7 +53,7 @@ def rounds_wanted(findings: pl.LazyFrame) -> tuple[pl.DataFrame, pl.Series]:
     finding names its round_id as the bet log has it), every row of which is explained."""
     first = first_findings(findings)
     round_ids = first.filter(pl.col("source") == "bets")["round_id"].drop_nulls()
-    places = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null()).select(
+    places = first.filter(ON_A_ROUND_ROW).select(
         "source_file", "source_row")
     return places, round_ids
 
@@ -65,7 +66,7 @@ def gather(findings: pl.LazyFrame, label: Path, rounds: list[pl.LazyFrame], bet_
     read one at a time; of the bet log, only the rows of the bets explained are read (`Log.at_rows`).
     """
     first = first_findings(findings, per_check)
-    on_rounds = first.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+    on_rounds = first.filter(ON_A_ROUND_ROW)
     on_bets = first.filter(pl.col("source") == "bets")
     place = ["source_file", "source_row"]
     bet_places = list(on_bets.select(place).iter_rows())

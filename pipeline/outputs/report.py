@@ -21,7 +21,7 @@ from ..inputs import ingest
 from .. import owned
 from ..engines import stored
 from ..checks.round_checks import CHECKS
-from ..checks.findings import row_key
+from ..checks.findings import ON_A_ROUND_ROW, row_key
 from ..errors import InputError, first_line
 from .shown import shown
 from ..inputs.timestamps import timestamp
@@ -381,7 +381,7 @@ FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in 
 def _flagged_rounds(findings: pl.LazyFrame) -> str:
     """Every flagged row of the round log with its checks, in log order, folded away: the first
     FLAGGED_SHOWN of them on the page, all of them in findings.parquet beside it."""
-    on_rows = findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+    on_rows = findings.filter(ON_A_ROUND_ROW)
     place = ["source_file", "source_row"]
     # Counted as one integer a row (`row_key`), and only the rows listed grouped with their checks:
     # grouped whole, a large log's flagged rows were held with their texts.
