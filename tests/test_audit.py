@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from baccarat_audit.engines import run
 from baccarat_audit import api, generate, tuning
-from baccarat_audit.inputs import ingest
+from baccarat_audit.inputs import discover, ingest
 from baccarat_audit.tuning import Tuning
 from baccarat_audit.checks.round_checks import PER_ROUND
 from baccarat_audit.checks.findings import in_log_order
@@ -438,13 +438,13 @@ def test_an_audit_written_into_its_log_folder_is_not_read_as_log_by_the_next(tmp
     for out in (folder, folder / "out", folder, folder / "out"):
         result = run.audit(folder, out, run.Options(validate=False))
         assert [entry["path"] for entry in result.summary["inputs"]] == [str(folder / "rounds.parquet")]
-    assert ingest.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
+    assert discover.expand(f"{folder}/**/*.parquet")[1] == [folder / "rounds.parquet"]
     (folder / "out" / "summary.json").unlink()
-    assert ingest.expand(folder)[1] == [folder / "rounds.parquet"]
+    assert discover.expand(folder)[1] == [folder / "rounds.parquet"]
     other = tmp_path / "other"
     other.mkdir()
     (folder / "out" / "findings.parquet").rename(other / "findings.parquet")
-    assert ingest.expand(tmp_path)[1] == [folder / "rounds.parquet", other / "findings.parquet"]
+    assert discover.expand(tmp_path)[1] == [folder / "rounds.parquet", other / "findings.parquet"]
 
 
 def test_evidence_holds_the_first_findings_of_each_check_in_the_order_they_occur(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ASSETS, cli, output
-from baccarat_audit.inputs import ingest
+from baccarat_audit.inputs import discover, formats, ingest
 from baccarat_audit.engines import run
 from baccarat_audit import tuning
 from baccarat_audit.inputs.selection import Selection
@@ -471,7 +471,7 @@ def test_a_file_named_twice_by_other_paths_is_read_once(tmp_path, monkeypatch):
     (tmp_path / "link.csv").symlink_to(log)
     (tmp_path / "hard.csv").hardlink_to(log)
     monkeypatch.chdir(tmp_path)
-    label, files, _ = ingest.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "hard.csv",
+    label, files, _ = discover.expand(["logs/rounds.csv", str(log), "logs/../logs/rounds.csv", "link.csv", "hard.csv",
                                      "logs"])
     assert files == [Path("logs/rounds.csv")]
     completed = cli("audit", "logs/rounds.csv", log, "link.csv", "hard.csv", "--out", tmp_path / "out",
@@ -489,7 +489,7 @@ def test_on_a_file_system_without_inode_numbers_a_file_is_told_apart_by_its_reso
     stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda path, **kw: os.stat_result((stat(path, **kw)[0], 0, *stat(path, **kw)[2:])))
     monkeypatch.chdir(tmp_path)
-    _, files, _ = ingest.expand(["logs", "link.csv", "logs/../logs/mon.csv", "hard.csv"])
+    _, files, _ = discover.expand(["logs", "link.csv", "logs/../logs/mon.csv", "hard.csv"])
     assert files == [Path("logs/mon.csv"), Path("logs/tue.csv"), Path("hard.csv")]
 
 
@@ -532,13 +532,13 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
     ours = "written by baccarat-audit"
     assert summary["inputs_not_read"] == [
         {"role": "rounds", "path": str(rounds / ".T01.csv.crc"), "reason": "hidden"},
-        {"role": "rounds", "path": str(rounds / "T02.csv.bz2"), "reason": ingest.NOT_A_LOG},
-        {"role": "rounds", "path": str(rounds / "_SUCCESS"), "reason": ingest.NOT_A_LOG},
+        {"role": "rounds", "path": str(rounds / "T02.csv.bz2"), "reason": discover.NOT_A_LOG},
+        {"role": "rounds", "path": str(rounds / "_SUCCESS"), "reason": discover.NOT_A_LOG},
         *({"role": "rounds", "path": str(earlier / name), "reason": ours}
           for name in sorted([".baccarat-audit.json", *(p.name for p in earlier.iterdir() if p.name[0] != ".")])),
-        {"role": "bets", "path": str(bets / "README"), "reason": ingest.NOT_A_LOG}]
+        {"role": "bets", "path": str(bets / "README"), "reason": discover.NOT_A_LOG}]
     assert (f"Not read: 10 entries of the input folders: {rounds / '.T01.csv.crc'} (hidden), "
-            f"{rounds / 'T02.csv.bz2'} ({ingest.NOT_A_LOG})") in completed.stdout
+            f"{rounds / 'T02.csv.bz2'} ({discover.NOT_A_LOG})") in completed.stdout
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h3>Not read</h3>" in report and str(bets / "README") in report
 
@@ -871,14 +871,14 @@ def test_gzip_and_zstd_compressed_logs_are_read_as_their_text(tmp_path):
 
 def test_a_csv_log_longer_than_the_chunks_its_lines_are_found_in_reads_the_same_in_pieces(faulted_log, tmp_path):
     """A CSV log's pieces begin where its lines do, found by reading the file a chunk of some MiB at a
-    time (`ingest.LineStarts`): pieces that begin deep in later chunks, at lines of every length, give
+    time (`formats.LineStarts`): pieces that begin deep in later chunks, at lines of every length, give
     the rows the log gives read whole."""
     rows = pl.read_csv(faulted_log["csv"], infer_schema=False)
     copies = pl.concat([rows.with_columns(round_id=pl.col("round_id") + f"-{i}",
                                           shoe_id=pl.col("shoe_id") + "x" * (i % 7)) for i in range(18)])
     path = tmp_path / "long.csv"
     copies.write_csv(path)
-    assert path.stat().st_size > 2 * ingest.LineStarts.CHUNK
+    assert path.stat().st_size > 2 * formats.LineStarts.CHUNK
     log = ingest.scan(path, "round_log")
     whole = log.frame.collect()
     assert whole.height == copies.height

@@ -145,7 +145,7 @@ def test_every_entry_of_an_input_folder_is_read_or_named_with_why(tmp_path):
 
 
 def test_a_folder_that_cannot_be_listed_stops_the_run(tmp_path, monkeypatch):
-    from baccarat_audit.inputs import ingest
+    from baccarat_audit.inputs import discover
     from baccarat_audit.errors import InputError
 
     logs = tmp_path / "logs"
@@ -159,7 +159,7 @@ def test_a_folder_that_cannot_be_listed_stops_the_run(tmp_path, monkeypatch):
         return listed(path)
     monkeypatch.setattr(os, "listdir", refused)
     with pytest.raises(InputError, match=r"T02: the folder cannot be listed \(Permission denied\)"):
-        ingest.expand(logs)
+        discover.expand(logs)
 
 
 # -- Every line end, every byte ------------------------------------------------------------------------

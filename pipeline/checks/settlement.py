@@ -20,6 +20,7 @@ from ..inputs.ids import copies_detail, same_id
 from ..inputs.ingest import reasons_text
 from ..errors import InputError
 
+CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 DUPLICATE_MEANING = ("The bet_id appears on more than one row of the bet log: a bet recorded twice may have "
                      "been paid twice. Every copy is settled as a bet of its own and flagged.")

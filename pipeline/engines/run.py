@@ -13,15 +13,13 @@ leaves the previous result whole, and a re-run replaces it.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
-import socket
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import copy_context
-from functools import cache, partial
+from functools import partial
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from collections import deque
@@ -31,26 +29,27 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from .. import __version__, owned, stops, tuning
+from .. import owned, stops, tuning
 from ..rules import cards, profiles
 from ..checks import contract, expectations, fairness, integrity, settlement
 from ..outputs import evidence, report
-from ..inputs import ingest
+from ..inputs import discover, ingest
 from . import parts, stored
-from ..checks.round_checks import CHECKS, CODES, DUPLICATE, PER_ROUND
+from ..checks.round_checks import DUPLICATE, PER_ROUND
 from .preload import preload
-from ..errors import EXIT_CLEAN, EXIT_FLAGGED, InputError, OutputError
-from ..checks.findings import ON_A_ROUND_ROW, in_log_order, published, repeated_keys, round_findings, row_key
+from ..errors import InputError, OutputError
+from ..checks.findings import in_log_order, published, repeated_keys, round_findings
 from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
 from ..outputs.shown import kept_short
+from ..outputs.summary import add_contract, finish, sha256, summarize
 from ..inputs.timestamps import utc_column, with_timestamp
 
 QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
-OUTPUTS = ingest.AUDIT_OUTPUTS
-DOCS = ingest.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
-SUMMARY = ingest.AUDIT_SUMMARY  # what a nightly job reads first: counts, exit code, provenance
+OUTPUTS = discover.AUDIT_OUTPUTS
+DOCS = discover.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
+SUMMARY = discover.AUDIT_SUMMARY  # what a nightly job reads first: counts, exit code, provenance
 
 
 def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
@@ -66,30 +65,6 @@ def prepared(rows: pl.LazyFrame, profile: str, notation: str = "cards") -> pl.La
     parsed = ingest.parse_rounds(rows, notation).with_columns(pl.col("profile").fill_null(profile))
     keyed = replayed(parsed).with_columns(id_key=id_key(pl.col("round_id")))
     return with_timestamp(keyed, "dealt_at", utc_column("dealt_at"))
-
-
-def sha256(path: Path) -> str:
-    stat = Path(path).stat()
-    return _sha256(Path(path), stat.st_size, stat.st_mtime_ns)
-
-
-@cache
-def _sha256(path: Path, size: int, mtime_ns: int) -> str:
-    """A file's SHA-256, read once while it is unchanged (a run names its inputs' twice: run id, summary)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def run_by() -> dict[str, str | None]:
-    """Who ran the audit, for the report's sign-off: the account and the machine (None where unknown)."""
-    try:
-        user = getpass.getuser()
-    except (OSError, KeyError):  # no login name and no password entry (a bare container)
-        user = None
-    return {"user": user, "host": socket.gethostname() or None}
 
 
 def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
@@ -134,10 +109,6 @@ def profiles_in(named: Iterable[str | None], label: Path, default: str, mapping:
 
 #: What a run can be flagged for; `Options.fail_on` chooses which of them set exit code 1.
 FAIL_ON = ("findings", "quarantine", "contract")
-#: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of, run_by
-#: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time); 4 added
-#: fairness.outcomes (and fairness.parquet the recorded outcomes' tests).
-SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -231,7 +202,6 @@ class _Queries:
         return ingest.collect(label, [frame])[0]
 
 
-BET_CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --bets
 _NO_ROUND = pl.Series("round_id", [], pl.String)  # where no round quarantined is looked up
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
 #: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
@@ -578,7 +548,6 @@ def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows
     return [piece.filter(in_scope) for piece in pieces], deque(piece.filter(in_scope) for piece in read)
 
 
-
 def _by_file_and_row(rows: pl.LazyFrame) -> pl.LazyFrame:
     return rows.sort("source_file", "source_row")
 
@@ -752,7 +721,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
 
 
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
-    """Audit a round log (a file, a directory, a glob or a list: see `ingest.expand`) into `out_dir`."""
+    """Audit a round log (a file, a directory, a glob or a list: see `discover.expand`) into `out_dir`."""
     try:
         with tuning.using(options.tuning):
             return _audit(rounds, Path(out_dir), options)
@@ -837,20 +806,6 @@ def staging_in(out_dir: Path, names: list[str]) -> Iterator[Path]:
             yield staging
 
 
-def add_contract(summary: dict, validated: dict[str, dict], fail_on: frozenset[str]) -> None:
-    """The contract's result (by contract name) into the summary, by role; an unmet expectation flags
-    the run when `fail_on` holds "contract"."""
-    summary["contract"] = {role: validated[name] for role, name in (("rounds", "round_log"), ("bets", "bet_log"))
-                           if name in validated}
-    if "contract" in fail_on and not all(result["success"] for result in summary["contract"].values()):
-        summary["exit_code"] = EXIT_FLAGGED
-
-
-def finish(summary: dict) -> dict:
-    """The summary as written when the run is done: `finished_at` set."""
-    return summary | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
-
-
 def write_report(staging: Path, findings: pl.LazyFrame, log: ingest.Log, rounds: list[pl.LazyFrame],
                  bet_log: ingest.Log | None, profile: str) -> None:
     """evidence.json (the first findings of each check, explained from `rounds`, prepared rows that
@@ -933,130 +888,6 @@ def publish(staging: Path, out_dir: Path) -> None:
     would have (`stops.publishing`)."""
     with stops.publishing():
         owned.publish(staging, out_dir, [*OUTPUTS, DOCS], last=SUMMARY)
-
-
-def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:
-    """One provenance entry per file: path, format, rows read from it, SHA-256 (and the mapping)."""
-    counts = dict(rows.iter_rows())
-    entries = []
-    for path, file_format in zip(log.files, log.formats):
-        entry = {"role": role, "path": str(path), "format": file_format, "rows": counts.get(str(path), 0),
-                 "sha256": sha256(path)}
-        if mapping is not None and mapping.path is not None:
-            entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
-            if mapping.derived_id:
-                entry["mapping"]["round_id"] = mapping.derived_id
-        entries.append(entry)
-    return entries
-
-
-def _not_read(role: str, log: ingest.Log) -> list[dict]:
-    return [{"role": role, "path": str(path), "reason": reason} for path, reason in log.unread]
-
-
-def _rounds_flagged(findings: pl.LazyFrame, scratch: Path | None) -> int:
-    """Rows of the round log with at least one finding, each made one integer (`row_key`).
-
-    Past `Tuning.piece_rows` findings, and with a `scratch` folder, the pairs are counted a part of the rows
-    (by row number) at a time (`parts.each`), that many findings given to each query: counted at
-    once, the findings of a log whose every round was found were held whole. (Category codes are
-    not the same from one query to the next, so the parts count pairs.)"""
-    def flagged(rows: pl.LazyFrame) -> pl.LazyFrame:
-        return rows.filter(ON_A_ROUND_ROW)
-    total = findings.select(pl.len()).collect().item()
-    piece_rows = tuning.current().piece_rows
-    if scratch is None or total <= piece_rows:
-        return flagged(findings).select(row_key().unique().len()).collect().item()
-    chunks = [flagged(findings.slice(start, piece_rows)).select("source_file", "source_row")
-              for start in range(0, total, piece_rows)]
-    count = len(chunks)
-    return sum(rows.unique().height for rows in parts.each(chunks, pl.col("source_row") % count, count,
-                                                          lambda frame: frame.collect(), scratch))
-
-
-def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.Log | None, names: list[str],
-              counted: dict[str, pl.DataFrame], findings: pl.LazyFrame, tests: pl.DataFrame | None,
-              options: Options, scratch: Path | None = None) -> dict:
-    """summary.json of a run (either engine), from its counts, findings and fairness tests; `scratch`,
-    a folder not yet made, for counting the rounds flagged among many findings (`_rounds_flagged`)."""
-    rounds = counted["rounds"].row(0, named=True)
-    by_check = dict(findings.group_by("check").len().collect().iter_rows())
-    codes = (*CODES, *integrity.CODES, "TABLE_STATS", *(BET_CODES if bet_log is not None else ()))
-    checks = {c.code: "ran" if c.needs is None or c.needs in log.columns
-              else f"skipped: the log has no {c.needs} column" for c in CHECKS}
-    # Without rounds there are no cards to tell suits by: CARD_COUNT ran, on nothing.
-    audited = rounds["rows_read"] - rounds["rows_quarantined"]
-    checks |= integrity.requirements(log.columns, rounds["suited_cards"] if audited else 1)
-    if not log.ranked:
-        checks["CARD_COUNT"] = f"skipped: {cards.POINTS_ONLY}"
-    checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
-    if not options.across_rounds:
-        checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
-    inputs = _inputs("rounds", log, options.mapping, counted["rows_per_file"])
-    period = {"first_dealt_at": rounds["first_dealt"], "last_dealt_at": rounds["last_dealt"]}
-    summary = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,  # also on every row of findings.parquet
-        "tool": {"name": "baccarat-audit", "version": __version__},
-        "command": list(options.command) if options.command else None,
-        "run_by": run_by(),
-        "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": None,
-        "as_of": (options.as_of or started).astimezone(UTC).isoformat(timespec="seconds"),
-        "period": None if period["first_dealt_at"] is None else
-        {key: moment.isoformat().replace("+00:00", "Z") for key, moment in period.items()},
-        "fail_on": sorted(options.fail_on),
-        "inputs": inputs,
-        "inputs_not_read": _not_read("rounds", log),
-        "rules": {
-            "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
-            "profiles": {name: profiles.load(name).sha256 for name in names},
-            "descriptions": {name: profiles.load(name).description for name in names},
-        },
-        "rows_read": rounds["rows_read"],
-        "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],
-        "rows_quarantined": rounds["rows_quarantined"],
-        "rounds_flagged": _rounds_flagged(findings, scratch),
-        "findings": {code: by_check.get(code, 0) for code in codes},
-        "selection": {"tables": list(options.selection.tables), "shoes": list(options.selection.shoes),
-                      "since": options.selection.since and options.selection.since.isoformat(),
-                      "until": options.selection.until and options.selection.until.isoformat()}
-        if options.selection else None,
-        "checks": checks,
-    }
-    if tests is not None:
-        table_level = tests.filter(pl.col("level") == "table")
-        summary["fairness"] = {
-            "threshold": options.fairness_threshold,
-            "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
-            "tables_flagged": kept_short(sorted(set(
-                table_level.filter(pl.col("flagged") & pl.col("test").is_in(fairness.FLAGGED_TESTS))["group"]))),
-            "tables": kept_short(table_level.to_dicts()),
-            # The recorded outcomes (what was paid) beside the replayed: they flag no table.
-            "outcomes": {"correction": "Benjamini-Hochberg over every table's recorded-outcome chi-square, apart",
-                         **{key: kept_short(tables) for key, tables in fairness.outcomes_compared(tests).items()}},
-        }
-        if not log.ranked:
-            summary["fairness"]["skipped"] = {test: f"skipped: {cards.POINTS_ONLY}" for test in fairness.RANKED}
-    found = summary["rounds_flagged"] or by_check.get("TABLE_STATS", 0)
-    quarantined = summary["rows_quarantined"]
-    if bet_log is not None:
-        bet = counted["bets"].row(0, named=True)
-        inputs += _inputs("bets", bet_log, options.bets_mapping, counted["bets_per_file"])
-        summary["inputs_not_read"] += _not_read("bets", bet_log)
-        summary["rules"]["contract"]["schemas/bet_log.json"] = sha256(ingest.SCHEMAS / "bet_log.json")
-        summary |= {
-            "bets_read": bet["bets_read"],
-            "bets_settled": bet["bets_read"] - bet["bets_quarantined"],
-            "bets_quarantined": bet["bets_quarantined"],
-            "bets_flagged": bet["bets_flagged"],
-            **settlement.money_summary(counted["money"]),
-        }
-        found = found or bet["bets_flagged"] or by_check.get("DUPLICATE_BET", 0)
-        quarantined = quarantined or bet["bets_quarantined"]
-    flagged = ("findings" in options.fail_on and found) or ("quarantine" in options.fail_on and quarantined)
-    summary["exit_code"] = EXIT_FLAGGED if flagged else EXIT_CLEAN
-    return summary
 
 
 def first_findings(result: Result, count: int) -> list[dict]:

@@ -41,7 +41,8 @@ import pyarrow.compute as pc
 from . import run as polars_engine
 from ..checks import contract, fairness, integrity, settlement
 from ..outputs import evidence
-from ..inputs import ingest, lines, mappings
+from ..outputs import summary as summary_of
+from ..inputs import discover, formats, ingest, lines, mappings
 from .. import owned, tuning
 from . import stored
 from ..checks.round_checks import DUPLICATE, PER_ROUND
@@ -347,7 +348,7 @@ def _row_numbers(spark, placed: list, log: ingest.Log, contract_name: str):
     csv = {path for path, file_format in zip(log.files, log.formats) if file_format == "csv"}
     by_path = {os.path.abspath(path): (index, path) for index, path in enumerate(files)}
     given = {uri: by_path[unquote(urlparse(uri).path)] for uri in counted["_path"].unique()}
-    folders = {path: ingest.hive_values(path) for path in files}
+    folders = {path: discover.hive_values(path) for path in files}
     hive = [c for c in ingest.columns(contract_name) if any(c in values for values in folders.values())]
     facts = pl.DataFrame(
         [(uri, index, str(path), path in csv, *(folders[path].get(c) for c in hive))
@@ -366,10 +367,10 @@ def _csv(lines, path: Path, contract_name: str, mapping: ingest.Mapping | None):
     """CSV files' lines (`_placed`, headers too; files with `path`'s header) as rows, with the provider's
     columns renamed and `malformed` set as the polars engine sets it. Spark hands over lines, a blank
     one too (its CSV reader would skip it and number every later row one short), and each task reads its
-    lines with `ingest.csv_records`."""
+    lines with `formats.csv_records`."""
     from pyspark.sql import functions as F
 
-    names = ingest.csv_header(path)
+    names = formats.csv_header(path)
     renames = {k: v for k, v in mapping.columns.items() if k in names} if mapping is not None else {}
     renamed = [renames.get(name, name) for name in names]
     checked = [c for c in ingest.columns(contract_name) if c in renamed]
@@ -382,9 +383,9 @@ def _csv(lines, path: Path, contract_name: str, mapping: ingest.Mapping | None):
                 continue
             # The lines' bytes as the file holds them, for the polars reader to decode (as it reads a file).
             lines = pa.ListArray.from_arrays(pa.array([0, batch.num_rows], pa.int32()), batch.column("line"))
-            records = ingest.csv_records(pc.binary_join(lines, b"\n")[0].as_py() + b"\n", names)
+            records = formats.csv_records(pc.binary_join(lines, b"\n")[0].as_py() + b"\n", names)
             rows = ingest.flag_not_utf8(records.rename(renames), checked).collect()
-            # Side by side as the polars engine puts a file's records and lines (see `ingest.csv_records`).
+            # Side by side as the polars engine puts a file's records and lines (see `formats.csv_records`).
             yield from _to_batches(pl.concat([rows, pl.from_arrow(batch.select(list(placed)))], how="horizontal"))
     # Spark's text is bytes unchecked: handed over as binary, since text that is not UTF-8 is not Arrow's.
     return lines.select(F.col("value").cast("binary").alias("line"), *placed).mapInArrow(task, _ddl(schema))
@@ -454,12 +455,12 @@ def _audit(rounds, out_dir: Path, options: polars_engine.Options, master: str) -
             raise
         spark.stop()
         findings = stored.scan(staging / "findings.parquet")
-        summary = polars_engine.summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
-                                          staging / "flagged")
+        summary = summary_of.summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
+                                       staging / "flagged")
         summary["tool"]["engine"] = "spark"
         if validated is not None:
-            polars_engine.add_contract(summary, validated, options.fail_on)
-        summary = polars_engine.finish(summary)
+            summary_of.add_contract(summary, validated, options.fail_on)
+        summary = summary_of.finish(summary)
         (staging / polars_engine.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         polars_engine.publish(staging, out_dir)

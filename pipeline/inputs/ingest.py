@@ -11,14 +11,10 @@ file is audited. Records spanning several lines (quoted newlines) are not suppor
 
 from __future__ import annotations
 
-import csv
-import errno
-import glob
 import itertools
 import json
 import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -26,28 +22,21 @@ from dataclasses import dataclass, replace
 from functools import cache, cached_property, reduce
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import unquote
 
-import numpy as np
 import polars as pl
-from polars.io.plugins import register_io_source
 import pyarrow.parquet as pq
 
 from . import card_events, json_records, lines, mappings
 from ..rules import cards
-from .. import owned, tuning
+from .. import tuning
 from ..errors import InputError, OutputError, first_line
 from ..folders import SCHEMAS
 from .selection import Selection
+from .discover import expand, hive_values
+from .formats import (REPLACED, REPLACEMENT, LineStarts, csv_header, csv_records, csv_rows, csv_span, format_of,
+                      unreadable)
 
 MAPPINGS = SCHEMAS / "mappings"
-PARQUET_MAGIC = b"PAR1"
-REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
-REPLACED = "line holds U+FFFD"  # a column of `csv_records`, named as no log column is: maybe a byte not UTF-8
-#: How files named .csv that are not CSV text begin, and what they are: read as text, their header
-#: was a line of garbled names.
-NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
-            b"\xff\xfe": "UTF-16 text (save it as UTF-8)", b"\xfe\xff": "UTF-16 text (save it as UTF-8)"}
 
 
 @cache
@@ -128,7 +117,7 @@ class Log:
     columns: frozenset[str]
     opened: tuple[_Opened, ...]  # per file: its rows by range, its shape, whether the selection rules it out
     selection: Selection
-    unread: tuple[tuple[Path, str], ...] = ()  # entries of its directories not read, and why (`expand`)
+    unread: tuple[tuple[Path, str], ...] = ()  # entries of its directories not read, and why (`discover.expand`)
     notation: str = "cards"  # how its cards are written (`cards.NOTATIONS`), as its mapping says
 
     @property
@@ -188,7 +177,7 @@ class Log:
         """Each file's rows before the selection, counted once however often the log is cut in pieces
         or sized (settlement, the contract and the evidence each cut the bet log): a Parquet file's read
         from its footer by pyarrow when it was opened (`_Opened.stored_rows`; a polars query per file
-        cost a query per file), the CSV files' by one count of their lines (`csv_rows`); 0 for a file
+        cost a query per file), the CSV files' by one count of their lines (`formats.csv_rows`); 0 for a file
         the selection rules out."""
         counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
         csv_lines = dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted])))
@@ -244,339 +233,6 @@ def spans(sizes: Iterable[tuple[object, int]], rows: int) -> Iterator[list[tuple
         yield held
 
 
-LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
-TEXT_SUFFIXES = {".csv", ".txt"}
-
-
-def text_suffix(path: Path) -> str:
-    """A CSV file's suffix, that of its name under a compression suffix: `night.csv.gz` is `.csv`."""
-    suffix = path.suffix.lower()
-    return Path(path.stem).suffix.lower() if suffix in lines.COMPRESSED_SUFFIXES else suffix
-
-
-def is_log_name(path: Path) -> bool:
-    """Whether a file in a folder is read as a log, by its name: CSV or JSON Lines (compressed too), or
-    Parquet. A JSON array file is read when named: a folder's .json files are more often not logs."""
-    return path.suffix.lower() in LOG_SUFFIXES or text_suffix(path) in TEXT_SUFFIXES | json_records.SUFFIXES
-
-
-#: An audit's own outputs, and its Data Docs folder.
-AUDIT_SUMMARY = "summary.json"
-AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
-                 "evidence.json", AUDIT_SUMMARY, "report.html")
-AUDIT_DOCS = "contract"
-
-NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))}, or .csv and .txt with .gz or .zst)"
-
-
-@dataclass(frozen=True)
-class Found:
-    """What a log argument names: its files, and every entry of its folders that is not read, with why."""
-
-    files: list[Path]
-    unread: list[tuple[Path, str]]
-
-
-def _ours(folder: Path, name: str) -> bool:
-    """Whether `name` in `folder` is an audit's output, not a log: an output's name that the folder's
-    manifest lists (a file, or the first folder of a path), the manifest itself, or what a killed run
-    left (`owned.LEFTOVER`). A log `generate` wrote is listed too, and is a log."""
-    return (name == owned.MANIFEST or owned.LEFTOVER.match(name) is not None
-            or name in (*AUDIT_OUTPUTS, AUDIT_DOCS)
-            and any(listed.split("/", 1)[0] == name for listed in owned.listed(folder)))
-
-
-def _names(folder: Path) -> list[str]:
-    """The entries of `folder`; an InputError when it cannot be listed: the logs in it would be lost."""
-    try:
-        return sorted(os.listdir(folder))
-    except OSError as error:
-        raise InputError(f"{folder}: the folder cannot be listed ({error.strerror}); its logs would go unread")
-
-
-def _walk(folder: Path, found: Found, seen: set[tuple[int, int]]) -> None:
-    """Every entry below `folder`, into `found`: a log file read, anything else named with why (an
-    output of this tool, hidden, a link that leads nowhere or back to a folder already walked, not a
-    regular file, a path too long to open, not a log). Links to folders are followed."""
-    for name in _names(folder):
-        path = folder / name
-        try:
-            status = path.stat()
-        except FileNotFoundError:
-            found.unread.append((path, "a link that leads nowhere"))
-            continue
-        except OSError as error:
-            why = "the path is too long to open" if error.errno == errno.ENAMETOOLONG else error.strerror
-            found.unread.append((path, why or "cannot be opened"))
-            continue
-        if _ours(folder, name):
-            found.unread.append((path, "written by baccarat-audit"))
-        elif name.startswith("."):
-            found.unread.append((path, "hidden"))
-        elif stat.S_ISDIR(status.st_mode):
-            if (status.st_dev, status.st_ino) in seen:
-                found.unread.append((path, "a link back to a folder already read"))
-            else:
-                seen.add((status.st_dev, status.st_ino))
-                _walk(path, found, seen)
-        elif not stat.S_ISREG(status.st_mode):
-            found.unread.append((path, "not a regular file (a FIFO, socket or device)"))
-        elif is_log_name(path):
-            found.files.append(path)
-        else:
-            found.unread.append((path, NOT_A_LOG))
-
-
-def _below(folder: Path) -> Found:
-    """Every log file below `folder` and every other entry with why it is not read (see `_walk`)."""
-    found = Found([], [])
-    top = folder.stat()
-    _walk(folder, found, {(top.st_dev, top.st_ino)})
-    return found
-
-
-def _written_here(path: Path) -> bool:
-    """Whether `path` is an audit's output (see `_ours`), by the manifest of its folder or one above."""
-    return any(_ours(parent, path.relative_to(parent).parts[0]) for parent in path.parents)
-
-
-def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path, str]]]:
-    """The files a log argument names: a file, a directory (every CSV/Parquet file below it, Hive
-    folders included, links to folders followed), a glob (less this tool's outputs), or a list of any
-    of these. Returns a label, the files, and every other entry of its directories with why it is not
-    read (see `_walk`): named in the summary so that a nightly job does not lose a log unseen.
-
-    A name that exists is read as itself: `night[1].csv`, a file, is not the pattern matching night1.csv."""
-    items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-    files: list[Path] = []
-    unread: list[tuple[Path, str]] = []
-    for item in map(str, items):
-        path = Path(item)
-        if not os.path.lexists(path) and any(ch in item for ch in "*?["):
-            matched = sorted(Path(p) for p in glob.glob(item, recursive=True)
-                             if Path(p).is_file() and not _written_here(Path(p).absolute()))
-            if not matched:
-                raise InputError(f"{item}: no file matches")
-            files += matched
-        elif path.is_dir():
-            below = _below(path)
-            if not below.files:
-                raise InputError(f"{path}: the directory holds no .csv, .jsonl or .parquet file")
-            files += below.files
-            unread += below.unread
-        else:
-            files.append(path)
-    label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
-    # A file named twice (by another path, or a link) is read once: twice, each round would be a duplicate.
-    once = {}
-    for path in files:
-        once.setdefault(_identity(path), path)
-    return label, list(once.values()), unread
-
-
-def _identity(path: Path) -> object:
-    """What tells files apart however they are named: the device and inode (a link's, its target's;
-    as `os.path.samefile`), cheaper than resolved paths. A file that cannot be found is its path, for
-    `format_of` to say so; one whose file system numbers no inode (FAT, some network shares) its
-    resolved path."""
-    try:
-        found = path.stat()
-    except OSError:
-        return path
-    return (found.st_dev, found.st_ino) if found.st_ino else path.resolve()
-
-
-def hive_values(path: Path) -> dict[str, str]:
-    """key=value folders above a file (Hive partitioning), as column values. Hive and Spark write a
-    value's `:`, `/`, `%` and the like as %XX (`table_id=VIP%3A1` for VIP:1), and polars reads them so."""
-    return dict(map(unquote, part.split("=", 1)) for part in path.parent.parts if "=" in part)
-
-
-def format_of(path: Path) -> str:
-    """"parquet" or "csv", from the file's first bytes and name; an InputError for anything else."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if not path.is_file():
-        raise InputError(f"{path}: not a file")
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4)
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror})") from None
-    if not head:
-        raise InputError(f"{path}: the file is empty; expected a CSV header, JSON records or a Parquet file")
-    if head == PARQUET_MAGIC:
-        return "parquet"
-    if text_suffix(path) in TEXT_SUFFIXES:
-        found = next((what for start, what in NOT_TEXT.items() if head.startswith(start)), None)
-        if found:
-            raise InputError(f"{path}: not CSV text but {found}; expected CSV in UTF-8")
-        return "csv"
-    if text_suffix(path) in json_records.SUFFIXES | {json_records.ARRAY_SUFFIX}:
-        return "json"
-    raise InputError(f"{path}: neither CSV (.csv), JSON (.jsonl, .ndjson, .json) nor Parquet (no PAR1 header)")
-
-
-def csv_header(path: Path, label: Path | None = None) -> list[str]:
-    """The column names of a CSV file's first line, stripped; an InputError (on `label`, the file as
-    the user named it) when it has none, repeats one, or cannot be parsed."""
-    label = label or path
-    try:
-        with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-            header = next(csv.reader(handle), [])
-    except csv.Error as error:
-        raise InputError(f"{label}: the header cannot be read as CSV ({error})") from None
-    names = [name.strip() for name in header]
-    if not any(names):
-        raise InputError(f"{label}: the first line is empty; expected a header row")
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise InputError(f"{label}: column {', '.join(repeated)} appears more than once in the header")
-    return names
-
-
-def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 0, count: int | None = None,
-                file_column: str | None = None) -> pl.LazyFrame:
-    """CSV lines as records, one per line (a blank line too), every field as text under `names`, and
-    `malformed` when a line's field count is not the header's: lines `skip` to `skip + count` of a file
-    (all by default; lines before `skip` are only looked at for their ends), of each of several files
-    (with each row's file under `file_column`), or the whole of `source` when it is the text of some
-    lines (the Spark engine hands over its tasks' lines this way). `REPLACED` marks the lines that
-    `flag_not_utf8` looks at."""
-    schema = {name: pl.String for name in names}
-    # Extra fields ignored here and counted below: polars takes a file's width from its first record,
-    # and stopped the run on a file whose first row has more fields than the header.
-    records = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, schema=schema,
-                          missing_columns="insert", extra_columns="ignore", truncate_ragged_lines=True,
-                          encoding="utf8-lossy", quote_char='"', include_file_paths=file_column, glob=False)
-    # Polars cannot tell a missing field from an empty one, so count each line's fields apart:
-    # commas outside quoted text, plus one; none on a blank line (read as null). Quoted text is cut out
-    # only of a line with a quote: most lines have none, and a literal count is cheaper than a pattern.
-    lines = pl.scan_csv(source, has_header=False, skip_rows=skip, n_rows=count, separator="\x00",
-                        quote_char=None, schema={"line": pl.String}, encoding="utf8-lossy", glob=False)
-    line = pl.col("line")
-    unquoted = pl.when(line.str.contains('"', literal=True)).then(line.str.replace_all(r'"[^"]*"', "")).otherwise(line)
-    fields = lines.select(fields=unquoted.str.count_matches(",", literal=True) + 1,
-                          **{REPLACED: line.str.contains(REPLACEMENT, literal=True)})
-    counted = pl.col("fields")
-    return pl.concat([records, fields], how="horizontal").select(
-        *names, *filter(None, [file_column]), REPLACED,
-        malformed=pl.when(counted.is_null()).then(pl.lit("the line is blank")).when(counted != len(names)).then(
-            pl.format("the row has {} field{}, the header {}", counted,
-                      pl.when(counted == 1).then(pl.lit("")).otherwise(pl.lit("s")), pl.lit(len(names)))
-        )
-    )
-
-
-class LineStarts:
-    """Where each line of a file begins, in bytes, found by scanning on from the nearest line already
-    found: spans asked for in order cost one pass over the file in all. (Polars skips rows by parsing
-    them, so a file read a span at a time from its start cost the square of its length.) A chunk is
-    read into, and its LFs marked in, buffers each thread keeps (`_scan_buffers`)."""
-
-    CHUNK = 1 << 22
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.found = path, {0: 0}
-
-    def __call__(self, line: int) -> int:
-        """The offset of `line` (0 the first), or the file's length when it has fewer lines."""
-        at = max(known for known in self.found if known <= line)
-        offset = self.found[at]
-        chunk, octets, marks = _scan_buffers(self.CHUNK)
-        with self.path.open("rb") as handle:
-            handle.seek(offset)
-            while at < line:
-                size = handle.readinto(chunk)
-                if not size:
-                    break
-                is_lf = np.equal(octets[:size], ord("\n"), out=marks[:size])
-                ends = int(np.count_nonzero(is_lf))
-                if at + ends < line:
-                    at, offset = at + ends, offset + size
-                    continue
-                at, offset = line, offset + int(np.flatnonzero(is_lf)[line - at - 1]) + 1
-        self.found[line] = offset
-        return offset
-
-
-_SCANNING = threading.local()
-
-
-def _scan_buffers(size: int) -> tuple[bytearray, np.ndarray, np.ndarray]:
-    """This thread's buffers for `LineStarts`: `size` bytes read into, the same bytes as numbers, and a
-    mark for each. Made once and reused: fresh memory for every chunk cost more than the scan, and
-    Python's bytes methods, counting or finding the LFs, took longer than numpy marking them."""
-    if getattr(_SCANNING, "size", None) != size:
-        chunk = bytearray(size)
-        _SCANNING.size, _SCANNING.buffers = size, (chunk, np.frombuffer(chunk, np.uint8), np.empty(size, bool))
-    return _SCANNING.buffers
-
-
-def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, count: int | None) -> pl.LazyFrame:
-    """Lines `first` to `first + count` of a CSV file as `csv_records` reads them, the bytes of the span
-    read when the frame is collected (a polars IO source: `pl.defer` lost the rows of a frame asked
-    for no column, as a row count or a row index asks)."""
-    schema = {**dict.fromkeys(names, pl.String), REPLACED: pl.Boolean, "malformed": pl.String}
-
-    def span(columns: list[str] | None, predicate: pl.Expr | None, rows: int | None, _: int | None
-             ) -> Iterator[pl.DataFrame]:
-        begin = starts(first)
-        end = None if count is None else starts(first + count)
-        with source.open("rb") as handle:
-            handle.seek(begin)
-            text = handle.read(-1 if end is None else end - begin)
-        records = csv_records(text, names) if text else pl.LazyFrame(schema=schema)
-        if predicate is not None:
-            records = records.filter(predicate)
-        if columns is not None:
-            records = records.select(columns or names[:1])  # one column keeps the rows' count
-        yield (records if rows is None else records.head(rows)).collect()
-    return register_io_source(span, schema=schema)
-
-
-def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
-    """CSV rows (`csv_records`) with a reason added to `malformed` for each `checked` column holding
-    bytes that are not UTF-8 (read as U+FFFD), and without `REPLACED`. Only the columns of a line
-    `REPLACED` marks are searched: polars skips a branch that no row takes, and most logs have none."""
-    not_utf8 = [pl.when(pl.col(REPLACED)).then(pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
-                                                 .then(pl.lit(f"{c} holds bytes that are not UTF-8")))
-                for c in checked]
-    return rows.with_columns(malformed=reasons_text(["malformed", *not_utf8])).drop(REPLACED)
-
-
-def csv_rows(label: Path, files: list[Path]) -> list[int]:
-    """The rows under the header of each CSV file, counted by one query over them all, not a query per
-    file. A file with a line whose quotes are not CSV quoting, or whose records, as the reader parses
-    them, are not as many as its lines (a record that spans lines, which `csv_records` cannot read):
-    an InputError naming its row (`_misquoted_row`). Each file is read through its copy (`lines.copy_of`)."""
-    if not files:
-        return []
-    shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
-              "glob": False}
-    names = [str(lines.copy_of(file)) for file in files]
-    text_lines = pl.scan_csv(names, separator="\x00", quote_char=None, schema={"line": pl.String}, **shared)
-    records = pl.scan_csv(names, quote_char='"', truncate_ragged_lines=True, extra_columns="ignore",
-                          schema={"field": pl.String}, **shared)
-    # A line whose quotes are not CSV quoting can make the reader fail, or read it as it was not meant:
-    # its file is found by this count, before the log is read, and its row by `_unreadable`.
-    line = pl.col("line")
-    misquoted = pl.when(line.str.contains('"', literal=True)).then(~line.str.contains(_QUOTED_AS_CSV)).any()
-    try:
-        per_file = pl.collect_all([text_lines.group_by("file").agg(pl.len(), misquoted=misquoted),
-                                   records.group_by("file").len()])
-    except pl.exceptions.PolarsError as error:  # on a file whose quotes broke the reader, named by its row
-        raise _unreadable(next(filter(_misquoted_row, files), label), error) from None
-    misquoted_in = set(per_file[0].filter("misquoted")["file"])
-    counts = [dict(zip(found["file"], found["len"])) for found in per_file]
-    for file, name in zip(files, names):
-        if name in misquoted_in:
-            raise _unreadable(file, pl.exceptions.ComputeError("a quote out of place"))
-        if counts[0].get(name, 0) != counts[1].get(name, 0):
-            raise _unreadable(file, pl.exceptions.ShapeError("its records and its lines differ in number"))
-    return [counts[0].get(name, 0) for name in names]
-
-
 class Shape(NamedTuple):
     """What files read together by one scan share (`_Opened.whole`): their format, the columns read as
     stored (see `_open`), and the contract columns their Hive folders fill."""
@@ -596,7 +252,8 @@ class _Opened:
     file_format: str
     rows: Rows
     ruled_out: bool
-    stored_rows: int | None  # a Parquet file's rows, from its footer; CSV files are counted together (`csv_rows`)
+    #: A Parquet file's rows, from its footer; CSV files are counted together (`formats.csv_rows`).
+    stored_rows: int | None
     source: Path  # what is read: the file, or a copy of a CSV file with its line ends made LF (`lines.readable`)
     #: Files of one shape are read whole together by `whole` of any of them, given them all and their rows.
     shape: Shape
@@ -736,8 +393,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         gathered by that number: a binary search of the files' first rows by row number held a whole
         piece. A union of one plan per file, as `ranged` reads a file, took polars' streaming engine a
         time that grew as the square of the files. CSV
-        files of one header are read by one scan of their records and one of their lines (`csv_records`),
-        whose rows stay in step: a file whose records and lines differ stopped the count (`csv_rows`)."""
+        files of one header are read by one scan of their records and one of their lines (`formats.csv_records`),
+        whose rows stay in step: a file whose records and lines differ stopped the count (`formats.csv_rows`)."""
         starts = pl.Series(list(itertools.accumulate((rows for _, rows in files[:-1]), initial=0)), dtype=pl.Int64)
         paths = [str(file) for file, _ in files]
         scanned = (pl.scan_parquet(paths, schema={name: as_found[name] for name, _ in stored}, extra_columns="ignore",
@@ -893,7 +550,7 @@ def as_text(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 
 def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None = None,
          selection: Selection = Selection()) -> Log:
-    """Open a log (one file or many, see `expand`) against a contract; see `Log`.
+    """Open a log (one file or many, see `discover.expand`) against a contract; see `Log`.
 
     A mapping renames the provider's columns and translates its values first. Optional columns a
     file lacks are added as nulls (or taken from Hive folder names), so later stages see one shape;
@@ -1006,7 +663,7 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
         written = _NOT_WRITTEN.search(str(error))
         if written:
             raise OutputError(os.strerror(int(written.group(1)))) from None
-        raise _unreadable(path, error) from None
+        raise unreadable(path, error) from None
 
 
 def write_parquet(frame: pl.DataFrame, path: Path, **options) -> None:
@@ -1018,44 +675,6 @@ def write_parquet(frame: pl.DataFrame, path: Path, **options) -> None:
         if written:
             raise OutputError(os.strerror(int(written.group(1)))) from None
         raise
-
-
-def _unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
-    """A read failure as an InputError on the file, a CSV file's by the row its quotes break (see
-    `_misquoted_row`). The reader fails on one with a ShapeError when it is counted, and with a
-    ComputeError when it is read."""
-    misquoted = None
-    if isinstance(error, (pl.exceptions.ShapeError, pl.exceptions.ComputeError)):
-        misquoted = _misquoted_row(path)
-    if misquoted is not None:
-        row, spans = misquoted
-        why = ("opens a quoted field that its line does not close; records that span lines are not supported"
-               if spans else 'holds a quote inside a field; a field with quotes in it must be quoted whole and '
-               'its quotes doubled ("R""2" for R"2)')
-        return InputError(f"{path}: row {row} {why}")
-    return InputError(f"{path}: could not be read to the end ({first_line(error) or type(error).__name__})")
-
-
-_FIELD = r'(?:[^,"]*|"(?:[^"]|"")*")'  # unquoted, or quoted whole with its quotes doubled
-_QUOTED_AS_CSV = rf"^{_FIELD}(?:,{_FIELD})*\r?$"
-
-
-def _misquoted_row(path: Path) -> tuple[int, bool] | None:
-    """The first row of a CSV file whose quotes are not CSV quoting, and whether its line holds an odd
-    number of them: a record that runs on to the next line (which the reader takes as one record where
-    `csv_records` counts two lines, so their lengths differ), or runs on to the end of the file. An
-    even number out of place, a quote inside a field (`R"2,...,4"S`), makes the reader fail too, or
-    read it as it was not meant. Looked for once the reader has failed, or the count of the lines found
-    such a line (`csv_rows`)."""
-    if not (Path(path).is_file() and format_of(Path(path)) == "csv"):
-        return None
-    # Its lines as the reader reads them: of the copy it is read through (decompressed, its line ends
-    # made LF, a header given), where the header is the first line as in any CSV file.
-    read = pl.scan_csv(lines.copy_of(path), has_header=False, separator="\x00", quote_char=None,
-                       schema={"line": pl.String}, encoding="utf8-lossy", glob=False).with_row_index("row")
-    odd = pl.col("line").str.count_matches('"') % 2 == 1
-    found = read.filter(odd | ~pl.col("line").str.contains(_QUOTED_AS_CSV)).select("row", odd=odd).head(1).collect()
-    return (found["row"].item(), found["odd"].item()) if found.height else None
 
 
 CARD_COLUMNS = tuple(f"{hand}_card_{i}" for hand in ("player", "banker") for i in (1, 2, 3))
@@ -1109,3 +728,13 @@ def rows_for_round(path: Path, contract_name: str, round_id: str, mapping: Mappi
         wanted = [parse_rounds(piece, log.notation) for piece in wanted]
     # One query a piece: `collect` given them all runs them as one plan, the union that is slow.
     return pl.concat([collect(log.path, [piece])[0] for piece in wanted]).to_dicts()
+
+
+def flag_not_utf8(rows: pl.LazyFrame, checked: list[str]) -> pl.LazyFrame:
+    """CSV rows (`formats.csv_records`) with a reason added to `malformed` for each `checked` column holding
+    bytes that are not UTF-8 (read as U+FFFD), and without `REPLACED`. Only the columns of a line
+    `REPLACED` marks are searched: polars skips a branch that no row takes, and most logs have none."""
+    not_utf8 = [pl.when(pl.col(REPLACED)).then(pl.when(pl.col(c).str.contains(REPLACEMENT, literal=True))
+                                                 .then(pl.lit(f"{c} holds bytes that are not UTF-8")))
+                for c in checked]
+    return rows.with_columns(malformed=reasons_text(["malformed", *not_utf8])).drop(REPLACED)

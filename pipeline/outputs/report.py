@@ -17,7 +17,7 @@ import polars as pl
 
 from . import charts, explanation
 from ..checks import fairness, integrity, settlement
-from ..inputs import ingest
+from ..inputs import discover
 from .. import owned
 from ..engines import stored
 from ..checks.round_checks import CHECKS
@@ -314,7 +314,7 @@ def render(out_dir: Path) -> str:
     """The report page for an audit output directory."""
     out_dir = Path(out_dir)
     try:
-        summary = json.loads((out_dir / ingest.AUDIT_SUMMARY).read_text())
+        summary = json.loads((out_dir / discover.AUDIT_SUMMARY).read_text())
         if not isinstance(summary, dict):
             raise ValueError("summary.json is not a JSON object")
         stored.scan(out_dir / "findings.parquet").collect_schema()
