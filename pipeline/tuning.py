@@ -19,10 +19,10 @@ class Tuning:
     piece_rows: int = 1_000_000
     #: Rows the one read holds in memory at once, parsed and replayed (`run._read_once`).
     read_rows: int = 200_000
-    #: Bets the settlement reads at once beside their rounds (`run._settle_in_log_order`), the next
+    #: Bets the settlement reads at once beside their rounds (`bets_beside._settle_in_log_order`), the next
     #: piece read while one is settled: two pieces are held.
     bet_rows: int = 100_000
-    #: Findings sorted at once (`run._sink_in_log_order`); more are filed by piece this many at a time
+    #: Findings sorted at once (`staging.sink_in_log_order`); more are filed by piece this many at a time
     #: in one query: a sort holds all it sorts, and polars' partitioned sink held all it was given.
     filing_rows: int = 100_000
     #: Rows a row group holds in the files put in log order (findings, bets quarantined) and in
@@ -42,7 +42,7 @@ class Tuning:
     cells_per_part: int = 100_000
     #: Rows Great Expectations checks at once (`contract`): it keeps every expectation's work on every row.
     batch_rows: int = 500_000
-    #: Pieces of round facts (`read_rows` each) held beside a piece of bets (`run._settle_in_log_order`):
+    #: Pieces of round facts (`read_rows` each) held beside a piece of bets (`bets_beside._settle_in_log_order`):
     #: a bet log further from its rounds' order is settled by part instead.
     window_pieces: int = 4
     #: Rows per Arrow batch the Spark engine hands to a task.

@@ -15,6 +15,7 @@ from conftest import ASSETS, output
 from datetime import UTC, datetime
 
 from baccarat_audit.engines import run
+from baccarat_audit.engines.staging import Queries, sink_in_log_order
 from baccarat_audit import api, generate, tuning
 from baccarat_audit.inputs import discover, ingest
 from baccarat_audit.tuning import Tuning
@@ -538,10 +539,10 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     shuffled.head(12).write_parquet(files[0])
     shuffled.tail(7).write_parquet(files[1])
     (tmp_path / "staging").mkdir()
-    queries = run._Queries(tmp_path / "staging")
+    queries = Queries(tmp_path / "staging")
     with tuning.using(Tuning(piece_rows=3, filing_rows=filing_rows)):
-        run._sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", queries)
-        run._sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", queries, first_by="kind")
+        sink_in_log_order(pl.scan_parquet(files), log, "rows.parquet", queries)
+        sink_in_log_order(pl.scan_parquet(files), log, "grouped.parquet", queries, first_by="kind")
     assert every.height == 19 and every["kind"].n_unique() == 3
     assert pl.read_parquet(tmp_path / "staging" / "rows.parquet").equals(every.sort("source_file", "source_row"))
     assert pl.read_parquet(tmp_path / "staging" / "grouped.parquet").equals(
@@ -551,7 +552,7 @@ def test_rows_sunk_in_log_order_come_out_once_each_by_file_and_row_wherever_the_
     if filing_rows < stray.height:
         with tuning.using(Tuning(piece_rows=3, filing_rows=filing_rows)), pytest.raises(
                 RuntimeError, match="1 of 20 rows are not in any piece"):
-            run._sink_in_log_order(stray.lazy(), log, "stray.parquet", queries)
+            sink_in_log_order(stray.lazy(), log, "stray.parquet", queries)
 
 
 def test_an_output_folder_whose_name_looks_like_a_glob_holds_the_same_outputs(tmp_path):

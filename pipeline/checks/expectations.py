@@ -77,7 +77,7 @@ class Counted:
     """What an audit counted of a log's contract on its way, so that the log is not read again for it:
     `singles`, `Singles.count` of each piece of the log (None: not counted); `copies`, for a column
     whose values the suite expects unique, every row whose value may repeat (the rows whose id key
-    repeats, `run._copies`: each value's rows in one part), with `log_row`, their order in the log."""
+    repeats, `staging.copies_by_key`: each value's rows in one part), with `log_row`, their order in the log."""
 
     singles: list[dict] | None
     copies: dict[str, list[pl.LazyFrame]]

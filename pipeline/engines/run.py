@@ -4,8 +4,9 @@ The log is read once, a piece at a time (`_read_once`): each piece is parsed and
 and from that one frame come its quarantine, its per-round findings, its counts, its fairness cells,
 its contract counts and, for a log dealt shoe after shoe, its integrity findings (`integrity.InLogOrder`);
 the few columns of its rows that the checks across rounds (duplicates, shoes out of log order) and the
-bets read are staged, each check its own streaming query over the staging folder (see `_Queries`).
-The evidence reads the rows it explains again from the log.
+bets read are staged, each check its own streaming query over the staging folder (`staging`). The
+bets are settled beside their rounds (`bets_beside`); the summary is written by `summary`. The evidence
+reads the rows it explains again from the log.
 Files are written to a staging folder inside the output directory and moved into place only when the
 run is complete, so a run that dies never leaves a findings file that looks complete, a failed run
 leaves the previous result whole, and a re-run replaces it.
@@ -27,18 +28,19 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from .. import owned, stops, tuning
 from ..rules import cards, profiles
-from ..checks import contract, expectations, fairness, integrity, settlement
+from ..checks import contract, expectations, fairness, integrity
 from ..outputs import evidence, report
 from ..inputs import discover, ingest
 from . import parts, stored
+from .bets_beside import bets_in_scope, check_bets
+from .staging import STAGED, STAGING_PARQUET, Queries, copies_by_key, sink_in_log_order, staged_pieces
 from ..checks.round_checks import DUPLICATE, PER_ROUND
 from .preload import preload
 from ..errors import InputError, OutputError
-from ..checks.findings import in_log_order, published, repeated_keys, round_findings
+from ..checks.findings import in_log_order, published, round_findings
 from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
@@ -160,7 +162,6 @@ class Result:
 
 
 CELLS = "fairness.cells"  # each piece's fairness cells (`fairness.observed_counts`); never published
-STAGED = "rounds.staged"  # each row's `staged_columns`, in pieces, read by the checks across rounds; never published
 #: What is staged of each row, by what reads it back. The text of cards, totals and outcome is not:
 #: what quotes it (the per-round findings, the quarantine, the contract's counts) is taken from the
 #: frame read. Every run: the places and ids that duplicates and the evidence read.
@@ -182,30 +183,6 @@ def staged_columns(options: Options, shoes: bool = True) -> list[str]:
     wanted = [*STAGED_KEYED, *(STAGED_FOR_SHOES if options.across_rounds and shoes else ()),
               *(STAGED_FOR_BETS if options.bets is not None else ())]
     return list(dict.fromkeys(wanted))
-
-
-@dataclass(frozen=True)
-class _Queries:
-    """Runs each output as its own streaming query, one after another.
-
-    One query per output keeps memory bounded: queries that shared a scan in one plan made polars cache
-    the whole scan for the branches to share. Every query after the first reads the staged rounds,
-    which are cheap to read again. A read failure is reported on the log it came from.
-    """
-
-    staging: Path
-
-    def sink(self, name: str, frame: pl.LazyFrame, label: Path, **parquet) -> None:
-        ingest.collect(label, [frame.sink_parquet(self.staging / name, lazy=True, **parquet)])
-
-    def frame(self, frame: pl.LazyFrame, label: Path) -> pl.DataFrame:
-        return ingest.collect(label, [frame])[0]
-
-
-_NO_ROUND = pl.Series("round_id", [], pl.String)  # where no round quarantined is looked up
-#: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
-#: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
-STAGING_PARQUET = {"compression": "lz4", "statistics": False}
 
 
 @dataclass
@@ -344,263 +321,6 @@ def require_rows(log: ingest.Log, rows: int) -> None:
         raise InputError(f"{log.path}: no row is in the selection ({log.selection}); nothing to audit")
 
 
-def _check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_pieces: deque[pl.LazyFrame], label: Path,
-                pieces: list[pl.LazyFrame], names: list[str], run: _Queries, staging: Path, repeated: pl.Series,
-                singles: expectations.Singles | None, ranked: bool = True
-                ) -> tuple[dict[str, pl.DataFrame], expectations.Counted]:
-    """Settle every bet in scope (`bets_in_scope`: `settle_pieces` cut as the one read cuts the round
-    log, `bet_pieces` as the staged pieces); write their findings and quarantine and return their
-    counts, and what the bet log's contract needs (`expectations.Counted`: its `singles` counted on the
-    way, and the bets whose bet_id's key repeats, in parts, numbered `log_row` in log order).
-    `pieces` are the replayable rounds of the log named `label`, `repeated` the round_ids on rows
-    whose id's key repeats (`_copies`), `ranked` unless its cards are written as points
-    (`settlement.settle`).
-
-    The bets are settled in log order beside the rounds they name (`_settle_in_log_order`), a bet log
-    written as its rounds were dealt read once beside the staged rounds; the bets left over, of rounds
-    elsewhere, quarantined, missing or on several rows, are settled against every row of their round_ids
-    (`_settle_left`). The outputs are taken from each batch of settled bets in memory
-    (`settlement.outputs`), not from a copy on disk."""
-    for folder in ("findings.bets", "bets_quarantine"):
-        (staging / folder).mkdir()
-    counts = []
-
-    def keep(settled: pl.DataFrame, name: str) -> None:
-        outputs = settlement.outputs(settled)
-        found = dict(zip(outputs, pl.collect_all(list(outputs.values()))))
-        counts.append(found["counts"])
-        ingest.write_parquet(found["findings"], staging / "findings.bets" / f"{name}.parquet")
-        ingest.write_parquet(found["quarantine"], staging / "bets_quarantine" / f"{name}.parquet")
-
-    # One condition for every piece: the ids are imploded once, not copied into each piece's plan.
-    once = pl.col("reject").is_null() & pl.col("round_id").is_not_null() & ~pl.col("round_id").is_in(repeated.implode())
-    facts = deque(settlement.round_facts(stored.scan(file).filter(once))
-                  for file in sorted((staging / STAGED).glob("*.parquet")))
-    contract: list[dict] | None = None if singles is None else []
-
-    def read(piece: pl.LazyFrame) -> pl.DataFrame:  # each piece of bets is held to the contract as it is read
-        bets = run.frame(piece, bet_log.path)
-        if contract is not None:
-            contract.append(singles.count(bets))
-        return bets
-
-    left = _settle_in_log_order(settle_pieces, facts, read, run, (bet_log.path, label), keep, names, ranked,
-                                staging / "bets.left")
-    _settle_left(left, bet_log.path, label, pieces, names, run, staging, ranked, keep)
-    if not counts:  # no bet in scope (a narrowing that keeps none): empty outputs, not missing ones
-        keep(run.frame(settlement.settle(bet_pieces[0].clear(), settlement.round_facts(pieces[0]).clear(), _NO_ROUND,
-                                         names, ranked), bet_log.path), "none")
-    # DUPLICATE_BET beside them: a bet_id's copies may sit anywhere in the bet log.
-    # Each bet given its place in log order (`log_row`: its piece above its row in the piece), for the
-    # contract's first examples of a repeated bet_id.
-    keyed = [piece.with_row_index("log_row").with_columns(log_row=pl.col("log_row").cast(pl.UInt64) + (i << 32))
-             .filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
-             for i, piece in enumerate(bet_pieces)]
-    copies = _copies(keyed, "bet_key", run, bet_log.path, "bet_copies")
-    for k, of_part in enumerate(copies):
-        run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(of_part.drop("log_row")),
-                 bet_log.path)
-    # The batches are not in log order (the bets left over come last); a bet's DUPLICATE_BET comes
-    # before its SETTLEMENT.
-    _sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
-                       lambda rows: rows.sort("source_file", "source_row", "check"))
-    _sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
-    return settlement.bet_totals(pl.concat(counts)), expectations.Counted(contract, {"bet_id": copies})
-
-
-Keep = Callable[[pl.DataFrame, str], None]  # what is kept of a batch of settled bets, by its name
-
-
-def _settle_in_log_order(bet_pieces: deque[pl.LazyFrame], ahead: deque[pl.LazyFrame], read: Callable, run: _Queries,
-                         labels: tuple[Path, Path], keep: Keep, names: list[str], ranked: bool, left_over: Path
-                         ) -> list[tuple[Path, int]]:
-    """Settle the bets of `bet_pieces` (in log order, each `read` once, on a thread of its own ahead of
-    the piece looked up) against the round facts `ahead` (in pieces, in log order, of round_ids on one
-    row each) held beside them, `keep` each piece's settled bets (on a third thread, while the next
-    piece is looked up); return the bets left over, written to the new folder `left_over`, as files
-    and their rows. Both are let go of as they are read: a piece, once collected, holds its scan's
-    file metadata, and a list of them held it once for every piece (docs/performance.md).
-    `labels`: the bet log's and the round log's, which a failure names.
-
-    A window of facts pieces follows the bets: a piece of bets takes in the next facts piece while
-    the bets after its last one found are not found, and the new piece finds some of them (or none
-    was found yet: rounds without bets are passed); then the pieces before the one that holds the
-    last bet's round are let go. A bet whose round is not in the window, or not between the rounds of
-    the piece's first and last bets found there (`_between`), is left over. The window holds at most
-    `Tuning.window_pieces` pieces."""
-    window, left, j = [], [], 0
-    left_over.mkdir()
-    most = tuning.current().window_pieces
-    bet_label, label = labels
-
-    def settled(found: pl.LazyFrame, name: str) -> None:
-        keep(run.frame(found, bet_label), name)
-
-    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as settler:
-        # The next piece of bets read (and counted for the contract) while this one is looked up among
-        # the rounds, and the one before settled and kept: three threads, one piece each.
-        coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
-        settling = None
-        while coming is not None:
-            bets, j = coming.result(), j + 1
-            coming = reader.submit(copy_context().run, read, bet_pieces.popleft()) if bet_pieces else None
-            # Rounds are looked for by their id's key, then the text compared: a key is unique among the
-            # facts (ids on one row each), and an id differing only invisibly from a round's is left over.
-            keys = bets.select(pl.when(pl.col("round_id").is_not_null()).then(id_key(pl.col("round_id")))).to_series()
-            hit = (keys.is_in(pl.concat([held["id_key"] for held in window]).implode()).fill_null(False) if window
-                   else pl.repeat(False, bets.height, eager=True))
-            while ahead and len(window) < most and bets.height and not (hit | keys.is_null())[-1]:
-                window.append(run.frame(ahead.popleft(), label))
-                more = keys.is_in(window[-1]["id_key"].implode()).fill_null(False)
-                if not hit.any() and not more.any():
-                    window = window[-1:]
-                elif not more.any():
-                    break
-                hit = hit | more
-            if not hit.any():
-                unfound = bets
-            else:
-                beside = bets.with_columns(id_key=keys).join(_between(pl.concat(window), keys.filter(hit)).rename(
-                    {"round_id": "id_of_round"}), on="id_key", how="left")
-                same = (pl.col("round_id") == pl.col("id_of_round")).fill_null(False)
-                unfound = beside.filter(~same).select(bets.columns)
-                if unfound.height < bets.height:  # the bets found are taken by the settlement's query, not copied first
-                    if settling is not None:
-                        settling.result()  # a failure there is raised here
-                    found = settlement.settle_beside(beside.lazy().filter(same), _NO_ROUND, names, ranked)
-                    settling = settler.submit(copy_context().run, settled, found, f"in-order-{j:06d}")
-                last = keys.filter(hit)[-1]
-                window = window[next(k for k in reversed(range(len(window))) if (window[k]["id_key"] == last).any()):]
-            if unfound.height:
-                unfound.write_parquet(left_over / f"{j:06d}.parquet")
-                left.append((left_over / f"{j:06d}.parquet", unfound.height))
-        if settling is not None:
-            settling.result()
-    return left
-
-
-def _between(facts: pl.DataFrame, found: pl.Series) -> pl.DataFrame:
-    """The rows of `facts` from the round of the first bet `found` (the keys of a piece's bets whose
-    round is among them, in bet log order) to the round of the last: in a bet log written as its
-    rounds were dealt, every round the piece's bets name, and the join then holds those rounds alone,
-    not the whole window. A bet whose round lies outside them is out of that order, and left over."""
-    first, last = facts["id_key"].index_of(found[0]), facts["id_key"].index_of(found[-1])
-    return facts.slice(first, last - first + 1) if first <= last else facts
-
-
-def _settle_left(left: list[tuple[Path, int]], bet_label: Path, label: Path, pieces: list[pl.LazyFrame],
-                 names: list[str], run: _Queries, staging: Path, ranked: bool, keep: Keep) -> None:
-    """Settle the bets left over by `_settle_in_log_order` (`left`: files and their rows) against every
-    row of the round log with their round_ids (`pieces`, the replayable rounds, and the quarantined
-    ones): at once when they are no more than `Tuning.piece_rows`, read from the staged rounds by their
-    ids; else a part of the round_ids (by hash) at a time, the files taken `piece_rows` bets at most
-    a piece.
-
-    A join holds one side in memory, and a part holds a fraction of it: the bets and the round facts
-    are then first written by part (see `pipeline.engines.parts`), and joined one part at a time."""
-    if not left:
-        return
-    quarantined = stored.scan(staging / "quarantine.parquet").select(pl.col("round_id").drop_nulls())
-    piece_rows = tuning.current().piece_rows
-    if sum(rows for _, rows in left) <= piece_rows:
-        bets = stored.scan([file for file, _ in left])
-        ids = run.frame(bets.select(pl.col("round_id").drop_nulls().unique()), bet_label)["round_id"].implode()
-        facts = pl.concat([settlement.round_facts(piece.filter(pl.col("round_id").is_in(ids))) for piece in pieces])
-        of_ids = run.frame(quarantined.filter(pl.col("round_id").is_in(ids)), label)["round_id"]
-        keep(run.frame(settlement.settle(bets, settlement.once_per_round(facts), of_ids, names, ranked), bet_label),
-             "left")
-        return
-    # A file is at most a piece of bets (`bet_rows`): whole files, `piece_rows` bets a piece.
-    left = [stored.scan([file for file, _, _ in piece]) for piece in ingest.spans(left, piece_rows)]
-    # A part holds about an eighth of a piece of either log, and its settled bets are held whole:
-    # quarters peaked higher, for little time saved (docs/performance.md).
-    part_count = 8 * max(len(pieces), len(left))
-    part = parts.part_of(pl.col("round_id"), part_count)
-    by_part = [("bets.parts", bet_label, piece) for piece in left]
-    by_part += [("facts.parts", label, settlement.round_facts(piece)) for piece in pieces]
-    # The quarantined rounds' ids by part too: read whole by every part, they cost parts x rows, the
-    # square of a log quarantined whole.
-    by_part.append(("quarantined.parts", label, quarantined))
-    schemas = {folder: frame.collect_schema() for folder, _, frame in reversed(by_part)}
-    for i, (folder, read_from, frame) in enumerate(by_part):
-        ingest.collect(read_from, [parts.write(frame, part, part_count, staging / folder, f"{i:06d}")])
-    for k in range(part_count):
-        of_part = {folder: parts.read(staging / folder, k, schema) for folder, schema in schemas.items()}
-        of_ids = run.frame(of_part["quarantined.parts"], label)["round_id"]
-        keep(run.frame(settlement.settle(of_part["bets.parts"], settlement.once_per_round(of_part["facts.parts"]),
-                                         of_ids, names, ranked), bet_label), f"{k:06d}")
-
-
-def bets_in_scope(bet_log: ingest.Log, selection: Selection, staging: Path, rows: int, settle_rows: int
-                  ) -> tuple[list[pl.LazyFrame], deque[pl.LazyFrame]]:
-    """The bet log in pieces of `rows` bets (counted from Parquet metadata or CSV line ends), and in
-    pieces of `settle_rows` as a queue, to be let go of as they are read: a piece, once collected, holds
-    its scan's file metadata, and a list held it for every piece (docs/performance.md). Under a
-    narrowing of the round log, only the bets of the rounds it keeps, quarantined ones included: the
-    others are outside the question asked, not bets of rounds missing from the log (which they would
-    be reported as)."""
-    pieces, read = list(bet_log.pieces(rows)), deque(bet_log.pieces(settle_rows))
-    if not selection:
-        return pieces, read
-    kept = stored.scan(staging / STAGED).select(pl.col("round_id").drop_nulls().unique()).collect()
-    # is_in with the kept ids reaches the scan; a semi-join would hold a whole piece.
-    in_scope = pl.col("round_id").is_in(kept["round_id"].implode())
-    return [piece.filter(in_scope) for piece in pieces], deque(piece.filter(in_scope) for piece in read)
-
-
-def _by_file_and_row(rows: pl.LazyFrame) -> pl.LazyFrame:
-    return rows.sort("source_file", "source_row")
-
-
-def _sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: _Queries,
-                       in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = _by_file_and_row,
-                       first_by: str | None = None) -> None:
-    """The rows of `log` in `rows` (Parquet scanned, in no order) sunk to `name` sorted `in_order` (by
-    file and row), and first by `first_by` when given (a column numbering groups of rows from 0, then
-    dropped). Up to `Tuning.filing_rows` rows are sorted at once. More are filed by group and by the
-    piece of the log they are in (`ingest.spans` of its files by name; see `pipeline.engines.parts`), that many
-    rows at a time, then each group's piece sorted alone and the sorted pieces joined end to end. Where the
-    rows are as many as the log's (every round found), a piece is `filing_rows` rows of the log: sorted
-    a piece of the log at a time, they were held a piece of the log at a time.
-
-    Sorted at once, many findings were held whole. Picked out of every row once per piece, the pieces
-    cost as the square of the log."""
-    total = rows.select(pl.len()).collect().item()
-    sizes = tuning.current()
-    piece_rows, filing_rows, row_group = sizes.piece_rows, sizes.filing_rows, sizes.filed_row_group
-    if total <= filing_rows:
-        ordered = in_order(rows)
-        run.sink(name, ordered if first_by is None else ordered.sort(first_by, maintain_order=True).drop(first_by),
-                 log.path, row_group_size=row_group)
-        return
-    sizes = sorted(zip(map(str, log.files), log.rows_per_file))
-    # Each piece is sorted alone: a log's pieces when the rows are few beside it, else smaller ones.
-    unit = piece_rows if total <= filing_rows * len(list(ingest.spans(sizes, piece_rows))) else filing_rows
-    pieces = list(ingest.spans(sizes, unit))
-    # A file is cut into spans at multiples of `unit`, so a row's span is its file and row // unit.
-    spans = pl.LazyFrame([(file, start // unit, k) for k, piece in enumerate(pieces) for file, start, _ in piece],
-                         schema={"source_file": pl.String, "span": pl.UInt32, "piece": pl.UInt32}, orient="row")
-    groups = 1 if first_by is None else rows.select(pl.col(first_by).max()).collect().item() + 1
-    group = pl.lit(0, pl.UInt32) if first_by is None else pl.col(first_by).cast(pl.UInt32)
-    folder = run.staging / f"{name}.pieces"
-    for i, start in enumerate(range(0, total, filing_rows)):
-        placed = rows.slice(start, filing_rows).with_columns(
-            span=((pl.col("source_row") - 1) // unit).cast(pl.UInt32)).join(spans, on=["source_file", "span"])
-        filed = placed.with_columns(part=group * len(pieces) + pl.col("piece")).drop("span", "piece")
-        ingest.collect(log.path, [parts.write(filed, pl.col("part"), groups * len(pieces), folder, f"{i:06d}")])
-    schema = rows.collect_schema()
-    filled = parts.filled(folder)
-    written = [f"{name}.sorted/{k:06d}.parquet" for k in filled]
-    (run.staging / f"{name}.sorted").mkdir()
-    for k, piece in zip(filled, written):
-        run.sink(piece, in_order(parts.read(folder, k, schema)), log.path)
-    joined = pl.concat([stored.scan(run.staging / piece) for piece in written])
-    run.sink(name, joined if first_by is None else joined.drop(first_by), log.path, row_group_size=row_group)
-    placed = stored.scan(run.staging / name).select(pl.len()).collect().item()
-    if placed != total:  # the join to the pieces drops a row no piece of the log holds: a bug, not lost quietly
-        raise RuntimeError(f"{name}: {total - placed:,} of {total:,} rows are not in any piece of {log.path}")
-
-
 def quarantined(rounds: pl.LazyFrame) -> pl.LazyFrame:
     """The rows of prepared rounds (`prepared`) that cannot be replayed, as quarantine.parquet holds
     them: the log's columns and the reason."""
@@ -629,14 +349,14 @@ def round_counts(per_file: pl.DataFrame) -> dict[str, pl.DataFrame]:
                                       last_dealt=pl.col("last_dealt").max())}
 
 
-def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest.Mapping | None) -> None:
+def _merge_findings(log: ingest.Log, run: Queries, run_id: str, mapping: ingest.Mapping | None) -> None:
     """findings.parquet: the per-round findings in log order, then each integrity check's, the bets' and
     the tables' (TABLE_STATS), in one write. Each piece's findings come by check (`round_findings`),
     and a duplicate's from every piece: they are put in log order a piece of the log at a time
-    (`_sink_in_log_order`), since findings grow with the log."""
+    (`sink_in_log_order`), since findings grow with the log."""
     staging = run.staging
     per_round = sorted([*(staging / "findings.rounds").glob("*.parquet"), *(staging / "findings.duplicates").glob("*")])
-    _sink_in_log_order(stored.scan(per_round), log, "findings.per_round.parquet", run, in_log_order)
+    sink_in_log_order(stored.scan(per_round), log, "findings.per_round.parquet", run, in_log_order)
     found = [stored.scan(staging / f"findings.{part}.parquet")
              for part in ("per_round", "integrity", "bets", "tables")
              if (staging / f"findings.{part}.parquet").exists()]
@@ -647,47 +367,16 @@ def _merge_findings(log: ingest.Log, run: _Queries, run_id: str, mapping: ingest
         lazy=True)])
 
 
-def _staged(staging: Path) -> list[list[Path]]:
-    """The staged pieces of the log, in log order: its staged files, `Tuning.piece_rows` rows at most
-    (a file is never more). A piece of many small files is read in several queries (`Tuning.plans`)
-    and staged in as many files; read as one piece again, the checks run a query for it, not one for
-    each."""
-    files = sorted((staging / STAGED).glob("*.parquet"))
-    sizes = [(file, pq.read_metadata(file).num_rows) for file in files]
-    return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, tuning.current().piece_rows)]
-
-
-def _copies(pieces: list[pl.LazyFrame], key: str, run: _Queries, label: Path, name: str) -> list[pl.LazyFrame]:
-    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `findings.id_key`) is on more than one
-    row, a part of the keys at a time (each copy of an id in the same part, and rarely a hash collision,
-    which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
-
-    Keys are filed by part (of their value) in one pass and counted a part at a time, copies fetched a
-    piece at a time: both bounded by a piece's size (a pass over every key for each part cost parts x
-    rows, the square of the log). is_in with the few keys reaches the scan; a semi-join held the whole
-    piece. The copies grow with the log, so they are written, not held through the checks that follow,
-    by part of their key, and each part is scanned, not held as `parts.each` holds it."""
-    collect, count = partial(run.frame, label=label), len(pieces)
-    keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
-                      run.staging / f"{name}.keys")
-    repeated = pl.concat([repeated_keys(of_part[key]) for of_part in keys]).implode()
-    for i, piece in enumerate(pieces):
-        collect(parts.write(piece.filter(pl.col(key).is_in(repeated)), pl.col(key) % count, count,
-                            run.staging / name, f"{i:06d}"))
-    schema = pieces[0].collect_schema()
-    return [parts.read(run.staging / name, k, schema) for k in parts.filled(run.staging / name)]
-
-
 def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.LazyFrame],
            settle_pieces: deque[pl.LazyFrame], names: list[str], options: Options, started: datetime, staging: Path,
            read: _Read) -> tuple[dict[str, pl.DataFrame], dict[str, expectations.Counted]]:
     """Every check across rounds over the staged rounds (and the bets in scope, `bet_pieces`, and cut
-    as the one read cut the round log, `settle_pieces`: see `_check_bets`); returns
+    as the one read cut the round log, `settle_pieces`: see `check_bets`); returns
     the small frames the summary needs, with what the one read (`read`) counted, and by contract what
     its expectations need that was counted on the way (`expectations.Counted`)."""
-    run, label = _Queries(staging), log.path
+    run, label = Queries(staging), log.path
     counted = round_counts(pl.concat(read.tallies))
-    staged = [stored.scan(piece) for piece in _staged(staging)]
+    staged = [stored.scan(piece) for piece in staged_pieces(staging)]
     pieces = [piece.filter(pl.col("reject").is_null()) for piece in staged]
     options.on_phase("checking across rounds")
     collect = partial(run.frame, label=label)
@@ -695,7 +384,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
     # is of the rounds replayed, and the contract's uniqueness is judged among them (`expectations.Counted`).
     with_id = [piece.filter(pl.col("round_id").is_not_null()) for piece in staged]
-    copies = _copies(with_id, "id_key", run, label, "copies")
+    copies = copies_by_key(with_id, "id_key", run, label, "copies")
     on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies})}
     for k, of_part in enumerate(copies):
         run.sink(f"findings.duplicates/{k:06d}.parquet",
@@ -708,13 +397,13 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                                                  options.as_of or started, collect,
                                                  starts_cut=options.selection.since is not None,
                                                  scratch=staging / "integrity")
-        _sink_in_log_order(found, log, "findings.integrity.parquet", run,
+        sink_in_log_order(found, log, "findings.integrity.parquet", run,
                            lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
-        bet_counts, on_the_way["bet_log"] = _check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
+        bet_counts, on_the_way["bet_log"] = check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
                                                         staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     return counted, on_the_way
@@ -763,7 +452,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
                 staging / "findings.tables.parquet")
-        _merge_findings(log, _Queries(staging), run_id, options.mapping)
+        _merge_findings(log, Queries(staging), run_id, options.mapping)
         if options.data_docs:
             contract.preload()  # imported only now: beside the checks it raised their peak (docs/performance.md)
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log

@@ -38,7 +38,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import run as polars_engine
+from . import run
 from ..checks import contract, fairness, integrity, settlement
 from ..outputs import evidence
 from ..outputs import summary as summary_of
@@ -86,7 +86,7 @@ def _from_spark(batch: pa.RecordBatch | pa.Table) -> pl.LazyFrame:
 def _prepared(batch: pa.RecordBatch | pa.Table, profile: str) -> pl.LazyFrame:
     """Rows from Spark as the polars engine prepares rounds (`run.prepared`: parsed, replayed,
     `dealt_utc`, `id_key`)."""
-    return polars_engine.prepared(_from_spark(batch), profile)
+    return run.prepared(_from_spark(batch), profile)
 
 
 def _replayable(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -97,10 +97,10 @@ def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[
     """What the driver needs of some rows of the log, prepared once: per file counts (`tallies`),
     per-round findings, the rows that cannot be replayed with their reason, and with `levels` the
     fairness counts per cell."""
-    rounds = polars_engine.prepared(rows, profile).collect().lazy()
-    outputs = {"tallies": polars_engine.tallies(rounds),
+    rounds = run.prepared(rows, profile).collect().lazy()
+    outputs = {"tallies": run.tallies(rounds),
                "findings": round_findings(_replayable(rounds), PER_ROUND),
-               "quarantine": polars_engine.quarantined(rounds)}
+               "quarantine": run.quarantined(rounds)}
     if levels:
         outputs["cells"] = fairness.observed_counts(_replayable(rounds), levels)
     return outputs
@@ -150,8 +150,8 @@ def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozens
 
 def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
     """The bets of some round_ids settled against every row of the round log with those round_ids,
-    as the polars engine settles a part (`run._settle_left`)."""
-    rounds = polars_engine.prepared(round_rows, profile)
+    as the polars engine settles a part (`bets_beside._settle_left`)."""
+    rounds = run.prepared(round_rows, profile)
     replayable = _replayable(rounds)
     quarantined = rounds.filter(pl.col("reject").is_not_null()).select("round_id").collect()["round_id"]
     return settlement.settle(bet_rows, settlement.once_per_round(settlement.round_facts(replayable)), quarantined,
@@ -408,19 +408,19 @@ def _collect(frame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.from_arrow(frame.toArrow()).cast(schema)
 
 
-def audit(rounds, out_dir: Path, options: polars_engine.Options = polars_engine.Options(),
-          master: str = "local[2]") -> polars_engine.Result:
+def audit(rounds, out_dir: Path, options: run.Options = run.Options(),
+          master: str = "local[2]") -> run.Result:
     """Audit a round log on Spark into `out_dir`, as `run.audit` does with the same options (the
     progress display aside), and return what it returns: summary.json as written, and where."""
     with tuning.using(options.tuning):
-        return polars_engine.Result(_audit(rounds, out_dir, options, master), Path(out_dir))
+        return run.Result(_audit(rounds, out_dir, options, master), Path(out_dir))
 
 
 @ingest.one_row_group_ahead()
-def _audit(rounds, out_dir: Path, options: polars_engine.Options, master: str) -> dict:
+def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
     started = datetime.now(UTC)
-    owned.claim(Path(out_dir), polars_engine.outputs_of(options))  # before anything is read
-    options = polars_engine.with_house_profiles(options)
+    owned.claim(Path(out_dir), run.outputs_of(options))  # before anything is read
+    options = run.with_house_profiles(options)
     for mapping in filter(None, (options.mapping, options.bets_mapping)):
         if mapping.reshapes:
             raise InputError(f"{mapping.path}: a mapping that reads a log's layout (nested fields, card lists, "
@@ -438,11 +438,11 @@ def _audit(rounds, out_dir: Path, options: polars_engine.Options, master: str) -
         # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
         opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)
-    run_id = polars_engine.run_id_of(options, [log, *([bet_log] if bet_log else [])])
+    run_id = run.run_id_of(options, [log, *([bet_log] if bet_log else [])])
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
-    with polars_engine.staging_in(out_dir, polars_engine.outputs_of(options)) as staging:
+    with run.staging_in(out_dir, run.outputs_of(options)) as staging:
         spark = session(master)
         try:
             names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, run_id,
@@ -461,13 +461,13 @@ def _audit(rounds, out_dir: Path, options: polars_engine.Options, master: str) -
         if validated is not None:
             summary_of.add_contract(summary, validated, options.fail_on)
         summary = summary_of.finish(summary)
-        (staging / polars_engine.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
-        polars_engine.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
-        polars_engine.publish(staging, out_dir)
+        (staging / run.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+        run.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
+        run.publish(staging, out_dir)
     return summary
 
 
-def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_engine.Options, started: datetime,
+def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Options, started: datetime,
          run_id: str, staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
     """Every check on Spark: writes findings.parquet, fairness.parquet and the quarantines into `staging`
     (and the contract's Data Docs), and returns the profiles used, the counts the summary needs, the
@@ -477,14 +477,14 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
 
     text = _selected(_read(spark, log, mapping=options.mapping), options.selection).cache()
     named = text.where(F.col("malformed").isNull()).select("profile").where(F.col("profile").isNotNull()).distinct()
-    names = polars_engine.profiles_in([row[0] for row in named.collect()], log.path, options.profile,
+    names = run.profiles_in([row[0] for row in named.collect()], log.path, options.profile,
                                       options.mapping)
     profile = options.profile
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
-    counted = polars_engine.round_counts(outputs["tallies"])
+    counted = run.round_counts(outputs["tallies"])
     rows = counted["rounds"]["rows_read"].item()
-    polars_engine.require_rows(log, rows)
+    run.require_rows(log, rows)
     per_round = outputs["findings"]
     quarantine = outputs["quarantine"].sort("source_file", "source_row")
     quarantine.write_parquet(staging / "quarantine.parquet")
@@ -507,7 +507,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
                                    _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
     placed = _read(spark, bet_log, "bet_log", options.bets_mapping) if bet_log is not None else None
-    if placed is not None and options.selection:  # the bets in scope, as `run.bets_in_scope` keeps them
+    if placed is not None and options.selection:  # the bets in scope, as `bets_beside.bets_in_scope` keeps them
         placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
                              "left_semi")
     if placed is not None:
@@ -515,7 +515,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         found.append(settled["findings"])
         settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
         counted |= settled["counted"]
-    tests = polars_engine.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging)
+    tests = run.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging)
     if tests is not None:
         found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
@@ -526,7 +526,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: polars_eng
         if placed is not None:
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window,
-                                               staging / polars_engine.DOCS if options.data_docs else None)
+                                               staging / run.DOCS if options.data_docs else None)
     return names, counted, tests, _rows_explained(spark, text, found, profile), validated
 
 
