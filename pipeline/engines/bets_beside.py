@@ -26,8 +26,8 @@ _NO_ROUND = pl.Series("round_id", [], pl.String)  # where no round quarantined i
 
 
 def check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_pieces: deque[pl.LazyFrame], label: Path,
-                pieces: list[pl.LazyFrame], names: list[str], run: Queries, staging: Path, repeated: pl.Series,
-                singles: expectations.Singles | None, ranked: bool = True
+               pieces: list[pl.LazyFrame], names: list[str], run: Queries, staging: Path, repeated: pl.Series,
+               singles: expectations.Singles | None, ranked: bool = True
                 ) -> tuple[dict[str, pl.DataFrame], expectations.Counted]:
     """Settle every bet in scope (`bets_in_scope`: `settle_pieces` cut as the one read cuts the round
     log, `bet_pieces` as the staged pieces); write their findings and quarantine and return their
@@ -84,7 +84,7 @@ def check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piece
     # The batches are not in log order (the bets left over come last); a bet's DUPLICATE_BET comes
     # before its SETTLEMENT.
     sink_in_log_order(stored.scan(staging / "findings.bets"), bet_log, "findings.bets.parquet", run,
-                       lambda rows: rows.sort("source_file", "source_row", "check"))
+                      lambda rows: rows.sort("source_file", "source_row", "check"))
     sink_in_log_order(stored.scan(staging / "bets_quarantine"), bet_log, "bets_quarantine.parquet", run)
     return settlement.bet_totals(pl.concat(counts)), expectations.Counted(contract, {"bet_id": copies})
 

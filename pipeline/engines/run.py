@@ -398,13 +398,13 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                                                  starts_cut=options.selection.since is not None,
                                                  scratch=staging / "integrity")
         sink_in_log_order(found, log, "findings.integrity.parquet", run,
-                           lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
+                          lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
         bet_counts, on_the_way["bet_log"] = check_bets(bet_log, bet_pieces, settle_pieces, label, pieces, names, run,
-                                                        staging, repeated, singles, ranked=log.ranked)
+                                                       staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     return counted, on_the_way
 

@@ -41,7 +41,7 @@ class Queries:
 
 
 #: The staged rounds and bets are read back on this machine and never published: written fast (lz4, and
-#: no statistics, which only random hashes and a few picks by row would use), 8% of the audit at 10M rounds.
+#: no statistics, which only random hashes and a few picks by row would use; docs/performance.md).
 STAGING_PARQUET = {"compression": "lz4", "statistics": False}
 
 
@@ -50,8 +50,8 @@ def _by_file_and_row(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def sink_in_log_order(rows: pl.LazyFrame, log: ingest.Log, name: str, run: Queries,
-                       in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = _by_file_and_row,
-                       first_by: str | None = None) -> None:
+                      in_order: Callable[[pl.LazyFrame], pl.LazyFrame] = _by_file_and_row,
+                      first_by: str | None = None) -> None:
     """The rows of `log` in `rows` (Parquet scanned, in no order) sunk to `name` sorted `in_order` (by
     file and row), and first by `first_by` when given (a column numbering groups of rows from 0, then
     dropped). Up to `Tuning.filing_rows` rows are sorted at once. More are filed by group and by the
@@ -108,7 +108,8 @@ def staged_pieces(staging: Path) -> list[list[Path]]:
     return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, tuning.current().piece_rows)]
 
 
-def copies_by_key(pieces: list[pl.LazyFrame], key: str, run: Queries, label: Path, name: str) -> list[pl.LazyFrame]:
+def copies_by_key(pieces: list[pl.LazyFrame], key: str, run: Queries, label: Path, name: str
+                  ) -> list[pl.LazyFrame]:
     """The rows of `pieces` whose `key` (a 64-bit hash of an id, `findings.id_key`) is on more than one
     row, a part of the keys at a time (each copy of an id in the same part, and rarely a hash collision,
     which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.

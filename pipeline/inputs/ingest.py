@@ -5,8 +5,9 @@ its column and row instead of silently becoming null (polars' `ignore_errors` wo
 card as "not dealt"). Rows keep their 1-based position in the file (`source_row`, header not counted).
 
 A CSV row whose field count differs from the header's, or that holds bytes that are not UTF-8, is
-read anyway and marked `malformed` with the reason, so that it is quarantined while the rest of the
-file is audited. Records spanning several lines (quoted newlines) are not supported.
+read anyway and marked `malformed` with the reason (`formats.csv_records`, `flag_not_utf8`), so that it
+is quarantined while the rest of the file is audited. Records spanning several lines (quoted newlines)
+are not supported. The files of a log are found by `discover`.
 """
 
 from __future__ import annotations
