@@ -29,6 +29,7 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _staging: set[Path] = set()  # folders of runs under way, removed by a stop
 _publishing = threading.Event()  # set while finished outputs are moved into place
+_installed: list = []  # the handler `install` stood, if it did: what `publishing` sets aside once the run is done
 
 
 def said(stop: str) -> str:
@@ -74,12 +75,21 @@ def run_folder(parent: Path, prefix: str, cannot: str) -> Iterator[Path]:
 def publishing() -> Iterator[None]:
     """Within the block a stop is ignored: the finished outputs are being moved into place (a few
     renames), and a stop among them would leave an output directory holding two runs' outputs. The run
-    then ends as it would have, its outputs complete."""
+    then ends as it would have, its outputs complete.
+
+    Once they are in place the run has completed, and a stop is ignored for the rest of the process
+    where `install` stood the handler: it would say the run had not completed, with exit 2, or (met
+    while Python shuts down, which puts back the default handlers but not an ignored signal) end the
+    process with no word at all."""
     _publishing.set()
     try:
         yield
     finally:
         _publishing.clear()
+    if threading.current_thread() is threading.main_thread():  # where a handler can be changed
+        for stopping in SIGNALS:
+            if _installed and signal.getsignal(stopping) is _installed[0]:
+                signal.signal(stopping, signal.SIG_IGN)
 
 
 def install(exit_code: int) -> None:
@@ -98,6 +108,7 @@ def install(exit_code: int) -> None:
         os.write(2, f"{shown}{said(signal.Signals(signum).name)}\n".encode())
         os._exit(exit_code)
 
+    _installed[:] = [stop]
     for stopping in SIGNALS:
         if not (stopping == signal.SIGHUP and signal.getsignal(stopping) is signal.SIG_IGN):
             signal.signal(stopping, stop)

@@ -78,6 +78,21 @@ def test_a_stop_while_outputs_are_published_lets_the_run_end_as_it_would_have():
     assert (done.returncode, done.stderr, done.stdout) == (1, "", "all moved\n")
 
 
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_stop_once_the_outputs_are_published_is_ignored_to_the_end_of_the_process(stop):
+    """The run has completed: a stop would say it had not (exit 2), and met while Python shuts down
+    (which puts back the default handlers) it ended the process with no word."""
+    done = stopped("""
+        with stops.publishing():
+            pass
+        print("ready", flush=True)
+        time.sleep(2)
+        print("went on", flush=True)
+        sys.exit(1)
+        """, stop)
+    assert (done.returncode, done.stderr, done.stdout) == (1, "", "went on\n")
+
+
 def test_a_run_under_nohup_outlives_its_terminal():
     """nohup ignores SIGHUP before the run starts; a closed terminal must not then stop the run."""
     done = stopped("""
