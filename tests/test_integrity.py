@@ -205,7 +205,7 @@ def test_group_counts_do_not_depend_on_the_order_of_the_cells():
 
 def test_benjamini_hochberg_matches_the_textbook_example():
     p_values = [0.01, 0.04, 0.03, 0.005]
-    assert fairness._benjamini_hochberg(p_values) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert fairness.benjamini_hochberg(p_values) == pytest.approx([0.02, 0.04, 0.04, 0.02])
 
 
 @settings(max_examples=100, deadline=None)
@@ -216,7 +216,7 @@ def test_benjamini_hochberg_equals_scipys_on_drawn_p_values(p_values):
     (`scipy.stats.false_discovery_control`, Benjamini-Hochberg), written apart from ours."""
     from scipy.stats import false_discovery_control
 
-    assert fairness._benjamini_hochberg(p_values) == pytest.approx(
+    assert fairness.benjamini_hochberg(p_values) == pytest.approx(
         list(false_discovery_control(p_values, method="bh")), rel=1e-12, abs=1e-300)
 
 
@@ -235,9 +235,9 @@ def test_shifts_in_shoe_order_equal_windows_over_each_shoe():
         "hand": [rng.randrange(1, 60) for _ in range(rows)],
         "in_coup": [rng.choice((4, 5, 6)) for _ in range(rows)],
     }, schema={"log_row": pl.UInt32, "shoe": pl.UInt32, "hand": pl.Int64, "in_coup": pl.Int32})
-    by_shifts = integrity._in_shoe_order(frame.collect()).lazy().select(
-        "log_row", previous=pl.when(integrity._SAME_SHOE).then(pl.col("hand").shift(1)),
-        dealt=integrity._running_total(pl.col("in_coup"))).sort("log_row").collect()
+    by_shifts = integrity.in_shoe_order(frame.collect()).lazy().select(
+        "log_row", previous=pl.when(integrity.SAME_SHOE).then(pl.col("hand").shift(1)),
+        dealt=integrity.running_total(pl.col("in_coup"))).sort("log_row").collect()
     order = ["hand", "log_row"]
     by_windows = frame.select(
         "log_row", previous=pl.col("hand").shift(1).over("shoe", order_by=order),

@@ -163,7 +163,7 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
     for corrected_together in (FLAGGED_TESTS, (RECORDED_TEST,)):  # the replay's tests, the records' apart
         tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(corrected_together))
         adjusted.append(pl.DataFrame({"row": tested["row"],
-                                      "p_adjusted": _benjamini_hochberg(tested["p_value"].to_list())},
+                                      "p_adjusted": benjamini_hochberg(tested["p_value"].to_list())},
                                      schema={"row": pl.UInt32, "p_adjusted": pl.Float64}))
     return (table.join(pl.concat(adjusted), on="row", how="left", maintain_order="left").drop("row")
             .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False)))
@@ -182,7 +182,7 @@ def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHO
         yield statistics(counts.slice(first, step), threshold, skipped)
 
 
-def _benjamini_hochberg(p_values: list[float]) -> list[float]:
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1), in the input order."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])

@@ -153,7 +153,7 @@ def _shoe_by_shoe(pieces: list[pl.LazyFrame], shoes: _Shoes, collect: Collect,
     for group, rounds in enumerate(groups):
         if not rounds["log_row"].is_sorted():
             rounds = rounds.sort("log_row")
-        in_order = rounds if carried and _in_hand_order(rounds) else _in_shoe_order(rounds)
+        in_order = rounds if carried and _in_hand_order(rounds) else in_shoe_order(rounds)
         for i, query in enumerate(queries):
             found[i].append(_kept(query(in_order.lazy()).collect(), scratch and scratch / "found" / str(i), group))
     return found
@@ -178,7 +178,7 @@ def _carried(narrow: list[pl.LazyFrame], collect: Collect) -> Iterator[pl.DataFr
 def _in_hand_order(rounds: pl.DataFrame) -> bool:
     """Whether rounds of contiguous shoes are in shoe order already: within each shoe, no hand before a
     lower one, nor a number before a hand_no that is not one (which sorts first)."""
-    same, hand, before = _SAME_SHOE, pl.col("hand"), pl.col("hand").shift(1)
+    same, hand, before = SAME_SHOE, pl.col("hand"), pl.col("hand").shift(1)
     return not rounds.select((same & ((hand < before) | (hand.is_null() & before.is_not_null()))).any()).item()
 
 
@@ -194,19 +194,19 @@ def _kept(found: pl.DataFrame, scratch: Path | None, group: int) -> pl.LazyFrame
 
 #: On rounds in shoe order: the row before is in the same shoe. Plain shifts on the sorted rows do
 #: what windows over each shoe would, without hashing 10M rows into groups.
-_SAME_SHOE = pl.col("shoe") == pl.col("shoe").shift(1)
+SAME_SHOE = pl.col("shoe") == pl.col("shoe").shift(1)
 
 
-def _in_shoe_order(narrow: pl.DataFrame) -> pl.DataFrame:
+def in_shoe_order(narrow: pl.DataFrame) -> pl.DataFrame:
     """Rounds in log order put in shoe order (`_ORDER`): a stable sort by shoe and hand keeps the log's
     order among equal hands. Eager and stable, it is faster than a lazy sort by all three columns."""
     return narrow.sort("shoe", _ORDER[0], maintain_order=True)
 
 
-def _running_total(value: pl.Expr) -> pl.Expr:
+def running_total(value: pl.Expr) -> pl.Expr:
     """The running sum of `value` within each shoe, on rounds in shoe order."""
     total = value.cum_sum()
-    return total - pl.when(~_SAME_SHOE.fill_null(False)).then(total - value).forward_fill()
+    return total - pl.when(~SAME_SHOE.fill_null(False)).then(total - value).forward_fill()
 
 
 def _hand() -> pl.Expr:
@@ -363,9 +363,9 @@ def sequence_breaks(rounds: pl.LazyFrame, starts_cut: bool = False) -> pl.LazyFr
     log may begin mid-shoe (narrowed by `--since`), so a shoe's first hand in it is not held to 1."""
     first_expected = pl.col("previous") + 1 if starts_cut else _FIRST_EXPECTED
     numbered = rounds.filter(pl.col("hand").is_not_null()).with_columns(
-        previous=pl.when(_SAME_SHOE).then(pl.col("hand").shift(1)),
-        cards_dealt=_running_total(pl.col("in_coup").cast(pl.Int32)),
-        several=(_SAME_SHOE & (pl.col("hand") == pl.col("hand").shift(1)))  # one of several rows
+        previous=pl.when(SAME_SHOE).then(pl.col("hand").shift(1)),
+        cards_dealt=running_total(pl.col("in_coup").cast(pl.Int32)),
+        several=(SAME_SHOE & (pl.col("hand") == pl.col("hand").shift(1)))  # one of several rows
         | ((pl.col("shoe") == pl.col("shoe").shift(-1)) & (pl.col("hand") == pl.col("hand").shift(-1))),
     )
     # Repeated hand numbers are rare: which copy a row is gets counted among the few rows found.
@@ -408,7 +408,7 @@ def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
 def backwards(rounds: pl.LazyFrame) -> pl.LazyFrame:
     """On rounds in shoe order (see `_shoe_by_shoe`): the rounds dealt earlier than the hand before them."""
     at = _DEALT
-    return (rounds.filter(at.is_not_null()).with_columns(before=pl.when(_SAME_SHOE).then(at.shift(1)))
+    return (rounds.filter(at.is_not_null()).with_columns(before=pl.when(SAME_SHOE).then(at.shift(1)))
             .filter(at < pl.col("before")).select("log_row", "before"))
 
 
@@ -592,7 +592,7 @@ class InLogOrder:
             "log_row", _hand(), pl.col("decks").cast(pl.UInt8), _DEALT,
             shoe=(head.cum_sum() - 1).cast(pl.UInt32),
             in_coup=(4 + pl.col("player_drew").cast(pl.UInt8) + pl.col("banker_drew").cast(pl.UInt8)), **self.shown)
-        in_order = (narrow if _in_hand_order(narrow) else _in_shoe_order(narrow)).lazy()
+        in_order = (narrow if _in_hand_order(narrow) else in_shoe_order(narrow)).lazy()
         found = pl.collect_all([self.queries[code](in_order) for code in self.ran])
         kinds = _kinds({code: [rows.lazy()] for code, rows in zip(self.ran, found)}, self.run_started)
         # The few rounds found picked out first: a join alone hashed every round.
