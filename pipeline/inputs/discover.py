@@ -18,8 +18,6 @@ from ..errors import InputError
 
 
 LOG_SUFFIXES = {".csv", ".txt", ".parquet", ".pq"}
-
-
 TEXT_SUFFIXES = {".csv", ".txt"}
 
 
@@ -37,14 +35,9 @@ def is_log_name(path: Path) -> bool:
 
 #: An audit's own outputs, and its Data Docs folder.
 AUDIT_SUMMARY = "summary.json"
-
-
 AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
                  "evidence.json", AUDIT_SUMMARY, "report.html")
-
-
 AUDIT_DOCS = "contract"
-
 
 NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))}, or .csv and .txt with .gz or .zst)"
 

@@ -1,7 +1,7 @@
 """Formats: what a file is (Parquet, CSV or JSON, by its first bytes and name), and how a CSV file's
-lines are read as records: every field as text, a line whose field count is not the header's, or
-that holds bytes that are not UTF-8, marked `malformed`, and a file whose quotes are not CSV quoting
-refused by the row that breaks it."""
+lines are read as records: every field as text, a line whose field count is not the header's marked
+`malformed`, one that may hold bytes that are not UTF-8 marked for `ingest.flag_not_utf8`, and a file
+whose quotes are not CSV quoting refused by the row that breaks it."""
 
 from __future__ import annotations
 
@@ -20,14 +20,8 @@ from .discover import TEXT_SUFFIXES, text_suffix
 
 
 PARQUET_MAGIC = b"PAR1"
-
-
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
-
-
 REPLACED = "line holds U+FFFD"  # a column of `csv_records`, named as no log column is: maybe a byte not UTF-8
-
-
 #: How files named .csv that are not CSV text begin, and what they are: read as text, their header
 #: was a line of garbled names.
 NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
@@ -226,8 +220,6 @@ def unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:
 
 
 _FIELD = r'(?:[^,"]*|"(?:[^"]|"")*")'  # unquoted, or quoted whole with its quotes doubled
-
-
 _QUOTED_AS_CSV = rf"^{_FIELD}(?:,{_FIELD})*\r?$"
 
 
