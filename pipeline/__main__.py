@@ -23,7 +23,8 @@ for _stopping in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     if not (_stopping == signal.SIGHUP and signal.getsignal(_stopping) is signal.SIG_IGN):  # nohup
         signal.signal(_stopping, _stopped)
 
-import sys  # noqa: E402 (after the handler, on purpose)
+import contextlib  # noqa: E402 (after the handler, on purpose)
+import sys  # noqa: E402
 
 from . import stops  # noqa: E402
 from .errors import EXIT_FAILED, failure  # noqa: E402
@@ -36,7 +37,15 @@ def main() -> None:
     except Exception as error:
         print(f"error: {failure(error)}", file=sys.stderr)
         sys.exit(EXIT_FAILED)
-    run()
+    try:
+        run()
+    finally:
+        # What the command printed goes out while a stop still ends it; then Python shuts down with
+        # the stops ignored (`stops.ignored`).
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        stops.ignored()
 
 
 if __name__ == "__main__":

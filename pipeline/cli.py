@@ -248,7 +248,7 @@ def validate(
                                        sum(opened.rows_per_file))
             result = contract.validate([subject], scratch, _window(window_start, window_end), staged)[name]
             if docs is not None:
-                contract.publish_docs(staged, docs)
+                contract.publish_docs(staged, docs, 0 if result["success"] else 1)
     except InputError as error:
         raise _fail(error) from None
     if as_json:

@@ -274,7 +274,7 @@ def write(log: Log, out_dir: Path) -> dict[str, Path]:
             frame.write_parquet(staging / f"{name}.parquet")
         pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
                      orient="row").write_csv(staging / "faults.csv")
-        with stops.publishing():
+        with stops.publishing(0):  # the command's code once the log is written
             owned.publish(staging, out_dir, WRITTEN)
     paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet", "faults": out_dir / "faults.csv"}
     if log.bets:

@@ -29,7 +29,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _staging: set[Path] = set()  # folders of runs under way, removed by a stop
 _publishing = threading.Event()  # set while finished outputs are moved into place
-_installed: list = []  # the handler `install` stood, if it did: what `publishing` sets aside once the run is done
+_installed: list = []  # the handler `install` stood, if it did (`ignored` sets it aside)
+_completed: list[int] = []  # the exit code of the run whose outputs are in place (`publishing`)
 
 
 def said(stop: str) -> str:
@@ -72,23 +73,28 @@ def run_folder(parent: Path, prefix: str, cannot: str) -> Iterator[Path]:
 
 
 @contextmanager
-def publishing() -> Iterator[None]:
+def publishing(exit_code: int) -> Iterator[None]:
     """Within the block a stop is ignored: the finished outputs are being moved into place (a few
     renames), and a stop among them would leave an output directory holding two runs' outputs. The run
     then ends as it would have, its outputs complete.
 
-    Once they are in place the run has completed, and a stop is ignored for the rest of the process
-    where `install` stood the handler: it would say the run had not completed, with exit 2, or (met
-    while Python shuts down, which puts back the default handlers but not an ignored signal) end the
-    process with no word at all."""
+    Once they are in place the run has completed: a stop then ends the process at once with
+    `exit_code`, the run's own, and no line (it would say the run had not completed)."""
     _publishing.set()
     try:
         yield
     finally:
         _publishing.clear()
-    if threading.current_thread() is threading.main_thread():  # where a handler can be changed
+    _completed[:] = [exit_code]
+
+
+def ignored() -> None:
+    """From now on a stop is ignored, where `install` stood the handler: for the command's last moment,
+    its output written, as Python shuts down. Python then puts back the default handlers (but leaves an
+    ignored signal ignored), and a stop would end the process with no word at all (-15)."""
+    if _installed and threading.current_thread() is threading.main_thread():  # where a handler can be changed
         for stopping in SIGNALS:
-            if _installed and signal.getsignal(stopping) is _installed[0]:
+            if signal.getsignal(stopping) is _installed[0]:
                 signal.signal(stopping, signal.SIG_IGN)
 
 
@@ -100,6 +106,8 @@ def install(exit_code: int) -> None:
     def stop(signum: int, frame: object) -> None:
         if _publishing.is_set():
             return
+        if _completed:  # the outputs are in place: nothing to remove, and nothing stopped before the end
+            os._exit(_completed[0])
         for folder in list(_staging):
             shutil.rmtree(folder, ignore_errors=True)
         # os.write, not print: the main thread may be inside a write to sys.stderr, and a buffered

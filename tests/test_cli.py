@@ -239,7 +239,8 @@ def test_a_run_stopped_by_a_signal_is_one_line_exit_2_and_leaves_nothing_behind(
 def test_a_stop_once_the_outputs_are_in_place_lets_the_run_end_with_its_own_code(tmp_path):
     """A scheduler's SIGTERM that comes once summary.json is in place, the last output moved: the run has
     completed, so no line says it stopped before, and its exit code is its own (the sample has findings).
-    It was exit 2 with that line, or, met while Python shut down, the process killed outright (-15)."""
+    It was exit 2 with that line, or, met while Python shut down, the process killed outright (-15).
+    What the command still had to print may be cut short: the outputs say it all."""
     import signal
     import time
 
@@ -250,9 +251,9 @@ def test_a_stop_once_the_outputs_are_in_place_lets_the_run_end_with_its_own_code
     while not (out / "summary.json").exists() and running.poll() is None:
         time.sleep(0.001)
     running.send_signal(signal.SIGTERM)
-    stdout, stderr = running.communicate(timeout=60)
+    _, stderr = running.communicate(timeout=60)
     assert (running.returncode, stderr) == (1, "")
-    assert "Written to" in stdout and json.loads((out / "summary.json").read_text())["exit_code"] == 1
+    assert json.loads((out / "summary.json").read_text())["exit_code"] == 1
 
 
 def test_explain_walks_the_tableau_and_compares_recorded_values():

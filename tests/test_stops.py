@@ -69,7 +69,7 @@ def test_a_stop_removes_the_staging_folder_of_a_run_under_way(tmp_path):
 def test_a_stop_while_outputs_are_published_lets_the_run_end_as_it_would_have():
     """A stop among the moves of finished outputs would leave two runs' outputs side by side."""
     done = stopped("""
-        with stops.publishing():
+        with stops.publishing(1):
             print("ready", flush=True)
             time.sleep(3)
             print("all moved", flush=True)
@@ -79,18 +79,31 @@ def test_a_stop_while_outputs_are_published_lets_the_run_end_as_it_would_have():
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
-def test_a_stop_once_the_outputs_are_published_is_ignored_to_the_end_of_the_process(stop):
-    """The run has completed: a stop would say it had not (exit 2), and met while Python shuts down
-    (which puts back the default handlers) it ended the process with no word."""
+def test_a_stop_once_the_outputs_are_published_ends_the_run_at_once_with_its_own_code(stop):
+    """The run has completed: a stop must not say it had not (it was exit 2 with that line), nor wait
+    on what the command still prints (a pipe no one reads would hold it)."""
     done = stopped("""
-        with stops.publishing():
+        with stops.publishing(1):
             pass
         print("ready", flush=True)
-        time.sleep(2)
+        time.sleep(30)
         print("went on", flush=True)
+        """, stop)
+    assert (done.returncode, done.stderr, done.stdout) == (1, "", "")
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_stop_as_python_shuts_down_is_ignored(stop):
+    """Python puts back the default handlers as it shuts down: a stop met there ended a finished run
+    with no word (-15). The command ignores stops once its output is written (`stops.ignored`)."""
+    done = stopped("""
+        stops.ignored()
+        print("ready", flush=True)
+        time.sleep(2)
+        print("shut down", flush=True)
         sys.exit(1)
         """, stop)
-    assert (done.returncode, done.stderr, done.stdout) == (1, "", "went on\n")
+    assert (done.returncode, done.stderr, done.stdout) == (1, "", "shut down\n")
 
 
 def test_a_run_under_nohup_outlives_its_terminal():

@@ -407,10 +407,11 @@ def staged_docs(target: Path | None) -> Iterator[Path | None]:
         yield staging / target.name
 
 
-def publish_docs(staging: Path, target: Path) -> None:
-    """The Data Docs of `staged_docs` moved into place, a stop ignored meanwhile (`stops.publishing`)."""
+def publish_docs(staging: Path, target: Path, exit_code: int) -> None:
+    """The Data Docs of `staged_docs` moved into place, a stop ignored meanwhile; after, it ends the
+    run with `exit_code`, the contract's result (`stops.publishing`)."""
     target = target.absolute()
-    with stops.publishing():
+    with stops.publishing(exit_code):
         try:
             owned.publish(staging.parent, target.parent, [target.name])
         except OSError as error:

@@ -474,7 +474,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         options.on_phase("report")
         explained = _rows_explained(log, staging, findings, options.profile)
         write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
-        publish(staging, out_dir)
+        publish(staging, out_dir, summary["exit_code"])
     return Result(summary, out_dir)
 
 
@@ -571,11 +571,11 @@ def outputs_of(options: Options) -> list[str]:
     return [*OUTPUTS, *([DOCS] if options.validate and options.data_docs else [])]
 
 
-def publish(staging: Path, out_dir: Path) -> None:
+def publish(staging: Path, out_dir: Path, exit_code: int) -> None:
     """Move the finished outputs into place, replacing and removing only what earlier runs of this
     tool wrote (`owned.publish`). A stop by signal among the moves is ignored, and the run ends as it
-    would have (`stops.publishing`)."""
-    with stops.publishing():
+    would have; after them, it ends the run with its `exit_code` (`stops.publishing`)."""
+    with stops.publishing(exit_code):
         owned.publish(staging, out_dir, [*OUTPUTS, DOCS], last=SUMMARY)
 
 

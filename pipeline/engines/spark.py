@@ -463,7 +463,7 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
         summary = summary_of.finish(summary)
         (staging / run.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         run.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
-        run.publish(staging, out_dir)
+        run.publish(staging, out_dir, summary["exit_code"])
     return summary
 
 
