@@ -1,5 +1,6 @@
 """A run stopped by a signal (a scheduler's SIGTERM past its time limit, Ctrl-C, a closed terminal):
-one line on stderr, exit 2, nothing published, and no staging folder left behind.
+one line on stderr, exit 2, nothing published, and no staging folder left behind. Once its outputs
+are in place the run has completed, and a stop ends it with its own code (`publishing`).
 
 The stop is carried out in the signal handler itself, which removes the staging folders and ends the
 process with `os._exit`. An exception raised from the handler, as Python's own KeyboardInterrupt is,
