@@ -107,10 +107,10 @@ def install(exit_code: int) -> None:
     def stop(signum: int, frame: object) -> None:
         if _publishing.is_set():
             return
-        if _completed:  # the outputs are in place: nothing to remove, and nothing stopped before the end
-            os._exit(_completed[0])
         for folder in list(_staging):
             shutil.rmtree(folder, ignore_errors=True)
+        if _completed:  # the outputs are in place: the run ends with its own code, and no line says otherwise
+            os._exit(_completed[0])
         # os.write, not print: the main thread may be inside a write to sys.stderr, and a buffered
         # stream entered again from a signal handler raises instead of writing.
         shown = "\r\x1b[2K\x1b[?25h" if os.isatty(2) else ""  # the progress bar's line, and its hidden cursor

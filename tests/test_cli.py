@@ -254,6 +254,7 @@ def test_a_stop_once_the_outputs_are_in_place_lets_the_run_end_with_its_own_code
     _, stderr = running.communicate(timeout=60)
     assert (running.returncode, stderr) == (1, "")
     assert json.loads((out / "summary.json").read_text())["exit_code"] == 1
+    assert not [path.name for path in out.iterdir() if path.name.startswith(".audit-")]  # its staging removed
 
 
 def test_explain_walks_the_tableau_and_compares_recorded_values():
