@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from .rules import exact_odds, profiles
+from .inputs import profile_files
 from .outputs import explanation
 from .inputs import ingest
 from .checks import integrity
@@ -85,7 +86,7 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         house = run.with_house_profiles(run.Options(profile=profile, mapping=_mapping(mapping), profiles_dir=(
             None if profiles_dir is None else Path(profiles_dir))))
         profile, round_mapping, bet_mapping = house.profile, house.mapping, _mapping(bets_mapping, "bet_log")
-        profiles.load(profile)
+        profile_files.load(profile)
         rows = ingest.rows_for_round(rounds, "round_log", round_id, round_mapping)
         bet_rows = ingest.rows_for_round(bets, "bet_log", round_id, bet_mapping) if bets else []
         bet_ids = sorted({row["bet_id"] for row in bet_rows if row["bet_id"] is not None})
@@ -121,7 +122,7 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
 def odds(profile: str = profiles.DEFAULT, decks: int | None = None) -> exact_odds.Odds:
     """A profile's exact figures (outcome probabilities, each bet's cases, house edges), as fractions,
     by enumerating every ordered deal from a full shoe of `decks` (default: the profile's)."""
-    return exact_odds.odds(profiles.load(profile), decks)
+    return exact_odds.odds(profile_files.load(profile), decks)
 
 
 def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, shoe_id: str, profile: str,

@@ -17,6 +17,7 @@ import typer
 from . import __version__, api as library, progress, stops, tuning
 from .checks import contract, fairness, settlement
 from .rules import exact_odds, profiles
+from .inputs import profile_files
 from .inputs import ingest
 from .outputs import explanation as explain_round
 from . import generate as generator
@@ -265,7 +266,7 @@ def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, ma
     from .engines import spark
 
     spark.require()
-    profiles.load(audit_run.with_house_profiles(options).profile)
+    profile_files.load(audit_run.with_house_profiles(options).profile)
     return spark.audit(rounds, out, options, master)
 
 

@@ -23,6 +23,7 @@ import polars as pl
 from decimal import Decimal
 
 from .rules import bets, cards, coup, profiles, tableau
+from .inputs import profile_files
 from . import owned, stops
 from .checks.settlement import money_str
 
@@ -88,7 +89,7 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
     per_table = -(-rounds // tables)
     for table in range(1, tables + 1):
         table_id = f"T{table:02d}"
-        profile = profiles.load(profile_names[(table - 1) % len(profile_names)])
+        profile = profile_files.load(profile_names[(table - 1) % len(profile_names)])
         clock, dealt, shoe_no = _naive_utc(start) if start else START, 0, 0
         while dealt < per_table and len(log.rows) < rounds:
             shoe_no += 1

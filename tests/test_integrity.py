@@ -12,7 +12,8 @@ from polars.testing import assert_frame_equal
 
 from conftest import ASSETS
 from baccarat_audit.engines import run
-from baccarat_audit.rules import cards, coup, profiles
+from baccarat_audit.rules import cards, coup
+from baccarat_audit.inputs import profile_files
 from baccarat_audit.checks import fairness
 from baccarat_audit import generate
 from baccarat_audit.inputs import ingest
@@ -388,19 +389,19 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
                      "hand": int(hand) if hand.isdigit() else None, "dealt_at": dealt_at or None, "at": at,
                      "cards": dealt})
     path.write_text("\n".join(lines) + "\n")
-    shipped = profiles.SCHEMAS, profiles.PROFILES
-    profiles.SCHEMAS = path.parent / "schemas"
-    profiles.PROFILES = profiles.SCHEMAS / "profiles"
-    profiles.PROFILES.mkdir(parents=True)
-    (profiles.PROFILES / "standard.toml").write_text((shipped[1] / "standard.toml").read_text())
-    (profiles.PROFILES / "one-deck.toml").write_text('name = "one-deck"\nbase = "standard"\ndecks = 1\n')
-    profiles.load.cache_clear()
+    shipped = profile_files.SCHEMAS, profile_files.PROFILES
+    profile_files.SCHEMAS = path.parent / "schemas"
+    profile_files.PROFILES = profile_files.SCHEMAS / "profiles"
+    profile_files.PROFILES.mkdir(parents=True)
+    (profile_files.PROFILES / "standard.toml").write_text((shipped[1] / "standard.toml").read_text())
+    (profile_files.PROFILES / "one-deck.toml").write_text('name = "one-deck"\nbase = "standard"\ndecks = 1\n')
+    profile_files.load.cache_clear()
     try:
         sizes = Tuning(piece_rows=piece_rows, read_rows=max(1, piece_rows // 2))
         result = run.audit(path, path.parent / "out", run.Options(validate=False, profile="one-deck", tuning=sizes))
     finally:
-        profiles.SCHEMAS, profiles.PROFILES = shipped
-        profiles.load.cache_clear()
+        profile_files.SCHEMAS, profile_files.PROFILES = shipped
+        profile_files.load.cache_clear()
     started = datetime.fromisoformat(result.summary["started_at"])  # every drawn time is before it
     findings = pl.read_parquet(path.parent / "out" / "findings.parquet").filter(
         pl.col("check").is_in(["CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"]))

@@ -32,9 +32,9 @@ PUBLISHED = {
 def test_house_edges_match_the_published_figures(profile):
     from decimal import ROUND_HALF_UP, Decimal
 
-    from baccarat_audit.rules import profiles
+    from baccarat_audit.inputs import profile_files
 
-    edges = exact_odds.odds(profiles.load(profile)).house_edge
+    edges = exact_odds.odds(profile_files.load(profile)).house_edge
     for bet, published in PUBLISHED[profile].items():
         digits = Decimal(published)
         edge = Decimal(edges[bet].numerator * 100) / Decimal(edges[bet].denominator)
@@ -44,9 +44,9 @@ def test_house_edges_match_the_published_figures(profile):
 def test_outcome_probabilities_and_pair_chance():
     from fractions import Fraction
 
-    from baccarat_audit.rules import profiles
+    from baccarat_audit.inputs import profile_files
 
-    figures = exact_odds.odds(profiles.load("standard"))
+    figures = exact_odds.odds(profile_files.load("standard"))
     assert f"{float(figures.outcomes['BANKER']):.6f}" == "0.458597"
     assert f"{float(figures.outcomes['PLAYER']):.6f}" == "0.446247"
     assert f"{float(figures.outcomes['TIE']):.6f}" == "0.095156"

@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import ASSETS, amount_like, output
 from baccarat_audit.engines import run
 from baccarat_audit.rules import bets, profiles
+from baccarat_audit.inputs import profile_files
 from baccarat_audit.outputs import explanation
 from baccarat_audit import generate
 from baccarat_audit.inputs import ingest
@@ -155,12 +156,12 @@ def test_the_profile_changes_what_is_owed(tmp_path):
     assert _settlement(tmp_path / "chips")["B4"] == ("19.75", "19.5195")
 
 
-@pytest.mark.parametrize("profile", profiles.available())
+@pytest.mark.parametrize("profile", profile_files.available())
 def test_correctly_paid_log_has_no_settlement_findings(profile, tmp_path):
     log = generate.generate(800, seed=21, profile_names=(profile,), with_bets=True)
     paths = generate.write(log, tmp_path / "log")
     result = run.audit(paths["parquet"], tmp_path / "out", run.Options(bets=paths["bets_csv"], validate=False))
-    offered = set(bets.offered(profiles.load(profile)))
+    offered = set(bets.offered(profile_files.load(profile)))
     assert {b["bet_type"] for b in log.bets} == offered
     s = result.summary
     assert s["bets_read"] == s["bets_settled"] == len(log.bets)
@@ -168,7 +169,7 @@ def test_correctly_paid_log_has_no_settlement_findings(profile, tmp_path):
 
 
 def test_injected_payout_faults_on_a_mixed_profile_log_are_flagged_on_exactly_their_bets(tmp_path):
-    log = generate.generate(4000, seed=22, fault_rate=0.03, tables=5, profile_names=tuple(profiles.available()),
+    log = generate.generate(4000, seed=22, fault_rate=0.03, tables=5, profile_names=tuple(profile_files.available()),
                             with_bets=True)
     paths = generate.write(log, tmp_path / "log")
     result = run.audit(paths["csv"], tmp_path / "out", run.Options(bets=paths["bets_parquet"], validate=False))
@@ -181,7 +182,7 @@ def test_injected_payout_faults_on_a_mixed_profile_log_are_flagged_on_exactly_th
     assert sorted(quarantined["bet_id"]) == sorted(faults.filter(pl.col("check") == "BET_QUARANTINED")["bet_id"])
     s = result.summary
     assert s["bets_read"] == s["bets_settled"] + s["bets_quarantined"] == len(log.bets)
-    assert set(pl.read_csv(paths["csv"])["profile"]) == set(profiles.available())
+    assert set(pl.read_csv(paths["csv"])["profile"]) == set(profile_files.available())
 
 
 def test_unknown_profile_in_the_log_stops_the_run(tmp_path):
@@ -195,15 +196,15 @@ def test_unknown_profile_in_the_log_stops_the_run(tmp_path):
 
 def test_a_profile_is_a_file(tmp_path, monkeypatch):
     (tmp_path / "house.toml").write_text('name = "house"\nbase = "standard"\n[pays]\nTIE = "7"\n')
-    (tmp_path / "standard.toml").write_text((profiles.PROFILES / "standard.toml").read_text())
-    monkeypatch.setattr(profiles, "PROFILES", tmp_path)
-    profiles.load.cache_clear()
+    (tmp_path / "standard.toml").write_text((profile_files.PROFILES / "standard.toml").read_text())
+    monkeypatch.setattr(profile_files, "PROFILES", tmp_path)
+    profile_files.load.cache_clear()
     try:
-        house = profiles.load("house")
+        house = profile_files.load("house")
         assert house.pays["TIE"] == 7 and house.commission == profiles.Decimal("0.05")
         assert bets.returns(house)["TIE", "win"].per_unit == 8
     finally:
-        profiles.load.cache_clear()
+        profile_files.load.cache_clear()
 
 
 def test_a_bet_recorded_twice_is_flagged_on_every_copy_with_the_contract_or_without(tmp_path):
@@ -323,7 +324,7 @@ units = st.sampled_from([Decimal(u) for u in ("0.0001", "0.01", "0.05", "0.25", 
 @given(st.sampled_from(["exact", "house", "player", "nearest"]), units,
        st.lists(st.tuples(stakes, returns), min_size=1, max_size=40))
 def test_an_expected_payout_is_rounded_by_the_batch_path_as_by_the_scalar_one(mode, unit, bets_drawn):
-    profile = dataclasses.replace(profiles.load("standard"), rounding_mode=mode, rounding_unit=unit)
+    profile = dataclasses.replace(profile_files.load("standard"), rounding_mode=mode, rounding_unit=unit)
     frame = pl.DataFrame(
         {"stake_e4": [int(stake * 10**4) for stake, _ in bets_drawn],
          "per_unit_e8": [int(per_unit * 10**8) for _, per_unit in bets_drawn],

@@ -98,3 +98,35 @@ def test_each_round_check_flags_what_the_scalar_replay_says_disagrees(tmp_path_f
                 for row in rows.iter_rows(named=True)
                 for comparison in explanation.explain(row)["comparisons"] if comparison["agrees"] is False}
     assert flagged == disagree
+
+
+#: What a module of the rules core may import from outside it: the language's own arithmetic and
+#: data types, the column engine its vectorized evaluators are written in, and the error it raises.
+CORE_MAY_IMPORT = {"__future__", "collections", "dataclasses", "decimal", "fractions", "functools", "itertools",
+                   "math", "pathlib", "typing", "numpy", "polars"}
+READS_OR_WRITES = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "iterdir", "stat",
+                   "load", "loads"}
+
+
+def test_the_rules_core_reads_no_file_and_imports_nothing_around_it():
+    """The rules core (pipeline/rules/) is punto banco alone: no module of it imports inputs, checks,
+    engines or outputs, or a library that reads files (tomllib, hashlib, os), or opens a file; the
+    profiles' files are read by `inputs.profile_files`, which hands the core their settings."""
+    import ast
+    from pathlib import Path
+
+    core = Path(tableau.__file__).parent
+    modules = sorted(core.glob("*.py"))
+    assert {"tableau.py", "cards.py", "coup.py", "replay.py", "bets.py", "profiles.py", "exact_odds.py"} <= {
+        module.name for module in modules}
+    for module in modules:
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1 or node.module == "errors", f"{module.name} imports ..{node.module}"
+            elif isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module] if isinstance(node, ast.ImportFrom) else [alias.name for alias in node.names]
+                assert all(name.split(".")[0] in CORE_MAY_IMPORT for name in names), f"{module.name} imports {names}"
+            elif isinstance(node, ast.Attribute) and node.attr in READS_OR_WRITES:
+                raise AssertionError(f"{module.name} calls .{node.attr}")
+            elif isinstance(node, ast.Name) and node.id == "open":
+                raise AssertionError(f"{module.name} opens a file")

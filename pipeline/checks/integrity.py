@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..rules import cards, profiles
+from ..rules import cards
+from ..inputs import profile_files
 from ..rules.lookup import lookup, position
 from ..inputs import ingest
 from ..inputs.timestamps import utc_column
@@ -437,7 +438,7 @@ def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteU
 
 def decks_of(names: list[str]) -> dict[str, int]:
     """Each profile's decks, as `integrity_findings` takes them."""
-    return {name: profiles.load(name).decks for name in names}
+    return {name: profile_files.load(name).decks for name in names}
 
 
 def integrity_findings(pieces: list[pl.LazyFrame], decks: dict[str, int], columns: frozenset[str],

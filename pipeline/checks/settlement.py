@@ -13,7 +13,8 @@ from decimal import Decimal
 
 import polars as pl
 
-from ..rules import bets, cards, profiles
+from ..rules import bets, cards
+from ..inputs import profile_files
 from ..rules.lookup import position
 from .findings import FINDINGS_SCHEMA
 from ..inputs.ids import copies_detail, same_id
@@ -70,7 +71,7 @@ def pay_table(names: list[str]) -> pl.DataFrame:
     states it (the profile named) and its rounding."""
     rows = []
     for name in names:
-        profile = profiles.load(name)
+        profile = profile_files.load(name)
         unit = _scaled(profile.rounding_unit, E12, f"{name}: rounding.unit")
         for (bet_type, case), paid in bets.returns(profile).items():
             rows.append({

@@ -31,6 +31,7 @@ import polars as pl
 
 from .. import owned, stops, tuning
 from ..rules import cards, profiles
+from ..inputs import profile_files
 from ..checks import contract, expectations, fairness, integrity
 from ..outputs import evidence, report
 from ..inputs import discover, ingest
@@ -80,7 +81,7 @@ def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
                             for mapping in (options.mapping, options.bets_mapping)],
                "profiles": [sha256(Path(reference)) for reference in (options.profile, *(
                    options.mapping.values.get("profile", {}).values() if options.mapping else ()))
-                            if profiles.is_file(reference)],
+                            if profile_files.is_file(reference)],
                "options": [options.profile, options.validate, options.window, options.fairness_threshold,
                            options.selection, options.across_rounds, sorted(options.fail_on)]}
     return hashlib.sha256(json.dumps(audited, default=str).encode()).hexdigest()[:32]
@@ -94,15 +95,15 @@ def profiles_in(named: Iterable[str | None], label: Path, default: str, mapping:
     A profile is read from a file only where the command names it (`--profile PATH.toml`, or a
     `mapping` of the column: `--profiles-dir`): a log's own value is a name, so that a log cannot
     point the audit at a file of its choosing."""
-    profiles.load(default)
+    profile_files.load(default)
     names = {default}
     given = {default, *(mapping.values.get("profile", {}).values() if mapping else ())}
     for name in sorted(set(named) - {None}):
         try:
-            if profiles.is_file(name) and name not in given:
+            if profile_files.is_file(name) and name not in given:
                 raise InputError(f"unknown rules profile {name!r} (a log names its profiles; a file is "
                                  "given by --profile PATH.toml or --profiles-dir)")
-            profiles.load(name)
+            profile_files.load(name)
         except InputError as error:
             raise InputError(f"{label}: column profile: {error}") from None
         names.add(name)
@@ -146,7 +147,7 @@ def with_house_profiles(options: Options) -> Options:
     (`ingest.with_profiles`)."""
     if options.profiles_dir is None:
         return options
-    house = profiles.in_folder(options.profiles_dir)
+    house = profile_files.in_folder(options.profiles_dir)
     return replace(options, profile=house.get(options.profile, options.profile),
                    mapping=ingest.with_profiles(options.mapping, house), profiles_dir=None)
 
@@ -536,7 +537,7 @@ def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, 
         return None
     levels = sorted((c for c in fairness.LEVELS if c in cells.collect_schema()), key=lambda c: (c == "table_id", c))
     named = cells.select(pl.col("profile").unique()).collect()["profile"]
-    decks_of = {name: profiles.load(name).decks for name in named}
+    decks_of = {name: profile_files.load(name).decks for name in named}
     skipped = () if ranked else fairness.RANKED
     parts_of_shoes = -(-cells.select(pl.len()).collect().item() // tuning.current().cells_per_part)
     folder = staging / "fairness.pieces"

@@ -85,7 +85,7 @@ def _schema(name: str) -> dict:
 
 
 def with_profiles(mapping: Mapping | None, house: dict[str, str]) -> Mapping | None:
-    """`mapping` (or none) with the `profile` column's names that `house` holds (`profiles.in_folder`)
+    """`mapping` (or none) with the `profile` column's names that `house` holds (`profile_files.in_folder`)
     read as the references to their files, after the mapping's own translation of that column: a
     house profile is then found by both engines, and its file's SHA-256 is in the provenance."""
     if not house:

@@ -6,6 +6,7 @@ import re
 from decimal import Decimal
 
 from ..rules import bets, cards, profiles, tableau
+from ..inputs import profile_files
 from ..inputs import ingest
 from ..checks.settlement import money_str, parse_amount
 from ..rules.coup import Replay, replay
@@ -149,7 +150,7 @@ def settle_bets(explanation: dict, bet_rows: list[dict], unsettled: str | None =
     """Each bet of the explained round settled step by step, beside the amount recorded as paid; by
     the cards only when the round is not `unsettled` (see `unsettled`), as the audit settles it. A
     void bet needs no cards."""
-    profile = profiles.load(explanation["profile"])
+    profile = profile_files.load(explanation["profile"])
     table = bets.returns(profile)
     settled = []
     for bet in bet_rows:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from .. import __version__, tuning
-from ..rules import cards, profiles
+from ..rules import cards
+from ..inputs import profile_files
 from ..checks import fairness, integrity, settlement
 from ..inputs import ingest
 from ..engines import parts
@@ -147,8 +148,8 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
         "inputs_not_read": _not_read("rounds", log),
         "rules": {
             "contract": {"schemas/round_log.json": sha256(ingest.SCHEMAS / "round_log.json")},
-            "profiles": {name: profiles.load(name).sha256 for name in names},
-            "descriptions": {name: profiles.load(name).description for name in names},
+            "profiles": {name: profile_files.sha256(profile_files.load(name)) for name in names},
+            "descriptions": {name: profile_files.load(name).description for name in names},
         },
         "rows_read": rounds["rows_read"],
         "rounds_audited": rounds["rows_read"] - rounds["rows_quarantined"],

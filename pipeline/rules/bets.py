@@ -18,7 +18,7 @@ from functools import cache, reduce
 
 import polars as pl
 
-from . import profiles, tableau
+from . import tableau
 from .profiles import Profile
 
 #: Facts of a finished coup that settle bets (see `facts_expr` for how each is computed).
@@ -194,6 +194,7 @@ LOSE = Return(Decimal(0), "lost")
 PUSH = Return(Decimal(1), "push, stake returned")
 
 
+@cache  # by the profile itself (`profiles.Profile`): the scalar settlement asks once a bet
 def returns(profile: Profile) -> dict[tuple[str, str], Return]:
     """Every (bet type, case) the profile offers -> its Return. Bet types it does not offer are absent."""
     table: dict[tuple[str, str], Return] = {}
@@ -238,11 +239,6 @@ def returns(profile: Profile) -> dict[tuple[str, str], Return]:
     return table
 
 
-@cache
-def _returns_of(reference: str) -> dict[tuple[str, str], Return]:
-    return returns(profiles.load(reference))
-
-
 def offered(profile: Profile) -> list[str]:
     return sorted({bet for bet, _ in returns(profile)}, key=BET_TYPES.index)
 
@@ -277,7 +273,7 @@ def settle(profile: Profile, bet_type: str, coup_facts: dict, stake: Decimal) ->
     if bet_type not in CASES:
         return None
     case = case_of(bet_type, coup_facts)
-    paid = _returns_of(profile.reference).get((bet_type, case))
+    paid = returns(profile).get((bet_type, case))
     if paid is None:
         return None
     return Settlement(case, paid.rule, expected_paid(profile, stake, paid.per_unit))
