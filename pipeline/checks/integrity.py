@@ -437,7 +437,7 @@ def timestamps(found: list[pl.LazyFrame], run_started: datetime) -> list[_WriteU
 
 
 def decks_of(names: list[str]) -> dict[str, int]:
-    """Each profile's decks, as `integrity_findings` takes them."""
+    """Each profile's decks, as `integrity_findings` and the fairness tests (`fairness.group_counts`) take them."""
     return {name: profile_files.load(name).decks for name in names}
 
 

@@ -537,7 +537,7 @@ def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, 
         return None
     levels = sorted((c for c in fairness.LEVELS if c in cells.collect_schema()), key=lambda c: (c == "table_id", c))
     named = cells.select(pl.col("profile").unique()).collect()["profile"]
-    decks_of = {name: profile_files.load(name).decks for name in named}
+    decks_of = integrity.decks_of(named.to_list())
     skipped = () if ranked else fairness.RANKED
     parts_of_shoes = -(-cells.select(pl.len()).collect().item() // tuning.current().cells_per_part)
     folder = staging / "fairness.pieces"
