@@ -554,7 +554,12 @@ class InLogOrder:
                 self.in_order = False
                 return
         rows = rows.with_columns(decks=lookup(pl.col("profile"), self.decks, pl.Int64))
-        found = [kind.describe(rows.filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
+        wheres = [kind.where for _, kind in self.kinds if kind.where is not None]
+        # The few rounds a condition picks, collected in one chunk a column to be written up: `pl.format`
+        # panicked on columns chunked differently, as in a piece read from many row groups
+        # (pola-rs/polars#25339).
+        picked = rows.filter(pl.any_horizontal(wheres)).collect().rechunk().lazy() if wheres else rows
+        found = [kind.describe(picked.filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
                  for i, kind in self.kinds if kind.where is not None]
         # Only what the checks and their texts read: the last shoe's rows are held until the next piece.
         with_shoe = rows.filter(pl.col("shoe_id").is_not_null()).select(self.read).collect()
