@@ -26,6 +26,8 @@ if shutil.which("java") is None:
     pytest.skip("Spark needs Java 17+", allow_module_level=True)
 
 from baccarat_audit.engines import spark  # noqa: E402
+from baccarat_audit.tuning import Tuning  # noqa: E402
+from test_golden import GOLDEN, TABLES, _comparable, _logs, _summary  # noqa: E402
 
 def test_spark_and_polars_give_the_same_outputs(tmp_path):
     """Every check the Spark engine runs (per round, duplicates, integrity, fairness, settlement, the
@@ -286,3 +288,14 @@ def test_spark_refuses_a_compressed_log_before_it_starts(tmp_path):
     with pytest.raises(InputError, match="night.csv.gz: a compressed log is read by the polars engine only"):
         spark.audit([str(tmp_path / "night.csv.gz")], tmp_path / "out", run.Options(validate=False))
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_spark_gives_the_golden_outputs_in_arrow_batches_of_a_few_rows(tmp_path):
+    """The golden logs (tests/test_golden.py) audited on Spark, each Arrow batch 64 rows: a shoe's
+    rounds come in many batches, and its findings are written up from columns in many chunks."""
+    rounds, bets = _logs("parquet in row groups", tmp_path)
+    spark.audit(rounds, tmp_path / "out", run.Options(bets=bets, tuning=Tuning(spark_batch_rows=64)))
+    for name in TABLES:
+        found = _comparable(pl.read_parquet(tmp_path / "out" / f"{name}.parquet"))
+        assert_frame_equal(found, pl.read_csv(GOLDEN / f"expected_{name}.csv", schema=found.schema), check_exact=True)
+    assert _summary(tmp_path / "out") == json.loads((GOLDEN / "expected_summary.json").read_text())

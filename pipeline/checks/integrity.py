@@ -227,24 +227,26 @@ class _WriteUp:
 
 def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect,
               scratch: Path | None) -> pl.LazyFrame:
-    """Every kind of finding written up in one query per piece: the rounds found in the piece are
-    picked out of it by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to
-    what the narrow query found, and the rounds a condition picks are filtered. `kind` numbers the kinds.
+    """Every kind of finding written up a piece at a time: the rounds found in the piece are picked out
+    of it by log_row (`is_in` reaches the scan; a join held the whole piece) and joined to what the
+    narrow query found, and the rounds a condition picks are filtered, each in one chunk
+    (`_one_chunk`). `kind` numbers the kinds.
 
     What the narrow queries found is taken a piece at a time (`_found_by_piece`). With a `scratch`
     folder, each piece's findings are written there and scanned, in no order: held between the
     queries, small results kept the allocator from reusing the pages of each query, and the write-up's
     resident memory grew with every piece. A log whose every round is found, read back whole to be
     sorted, held it all; the caller sorts it a piece at a time."""
-    def rounds_of(kind: _WriteUp, piece: pl.LazyFrame, found: pl.DataFrame | None) -> pl.LazyFrame:
-        if found is None:
-            return piece.filter(kind.where)
-        picked = piece.filter(pl.col("log_row").is_in(found["log_row"].implode()))
-        return picked.join(found.lazy(), on="log_row")
+    wheres = [kind.where for kind in kinds if kind.where is not None]
 
     def one_piece(piece: pl.LazyFrame, found: tuple[pl.DataFrame | None, ...]) -> pl.LazyFrame:
-        return pl.concat([kind.describe(rounds_of(kind, piece, rows)).with_columns(kind=pl.lit(i, pl.UInt8))
-                          for i, (kind, rows) in enumerate(zip(kinds, found))])
+        # The rounds of the piece a condition picks, and those the narrow queries found, each read once.
+        by_condition = _one_chunk(piece.filter(pl.any_horizontal(wheres))) if wheres else None
+        ids = [rows["log_row"] for rows in found if rows is not None]
+        picked = _one_chunk(piece.filter(pl.col("log_row").is_in(pl.concat(ids).implode()))) if ids else None
+        return pl.concat([kind.describe(by_condition.filter(kind.where) if rows is None else
+                                        _one_chunk(picked.join(rows.lazy(), on="log_row")))
+                          .with_columns(kind=pl.lit(i, pl.UInt8)) for i, (kind, rows) in enumerate(zip(kinds, found))])
 
     found_by_piece = _found_by_piece(pieces, kinds, collect, scratch and scratch / "found")
     if scratch is None:  # a Spark task's shoes, held anyway
@@ -253,6 +255,13 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
     for i, (piece, found) in enumerate(zip(pieces, found_by_piece)):
         collect(one_piece(piece, found).sink_parquet(scratch / "findings" / f"{i:06d}.parquet", lazy=True))
     return stored.scan(scratch / "findings")
+
+
+def _one_chunk(rounds: pl.LazyFrame) -> pl.LazyFrame:
+    """The few rounds a kind of finding found, collected in one chunk a column to be written up:
+    `pl.format` panicked on columns chunked differently (pola-rs/polars#25339), as in a piece read from
+    many row groups or Arrow batches, or a join's output."""
+    return rounds.collect().rechunk().lazy()
 
 
 def _found_by_piece(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collect,
@@ -555,10 +564,7 @@ class InLogOrder:
                 return
         rows = rows.with_columns(decks=lookup(pl.col("profile"), self.decks, pl.Int64))
         wheres = [kind.where for _, kind in self.kinds if kind.where is not None]
-        # The few rounds a condition picks, collected in one chunk a column to be written up: `pl.format`
-        # panicked on columns chunked differently, as in a piece read from many row groups
-        # (pola-rs/polars#25339).
-        picked = rows.filter(pl.any_horizontal(wheres)).collect().rechunk().lazy() if wheres else rows
+        picked = _one_chunk(rows.filter(pl.any_horizontal(wheres))) if wheres else rows
         found = [kind.describe(picked.filter(kind.where)).with_columns(kind=pl.lit(i, pl.UInt8))
                  for i, kind in self.kinds if kind.where is not None]
         # Only what the checks and their texts read: the last shoe's rows are held until the next piece.
@@ -603,7 +609,8 @@ class InLogOrder:
         kinds = _kinds({code: [rows.lazy()] for code, rows in zip(self.ran, found)}, self.run_started)
         # The few rounds found picked out first: a join alone hashed every round.
         picked = rounds.lazy().filter(pl.col("log_row").is_in(pl.concat([rows["log_row"] for rows in found]).implode()))
-        return [kind.describe(picked.join(kind.found[0], on="log_row")).with_columns(kind=pl.lit(i, pl.UInt8))
+        return [kind.describe(_one_chunk(picked.join(kind.found[0], on="log_row")))
+                .with_columns(kind=pl.lit(i, pl.UInt8))
                 for i, kind in enumerate(kinds) if kind.found is not None]
 
     def _write(self, found: list[pl.LazyFrame]) -> None:
