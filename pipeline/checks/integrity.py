@@ -245,7 +245,7 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
         ids = [rows["log_row"] for rows in found if rows is not None]
         picked = _one_chunk(piece.filter(pl.col("log_row").is_in(pl.concat(ids).implode()))) if ids else None
         return pl.concat([kind.describe(by_condition.filter(kind.where) if rows is None else
-                                        _one_chunk(picked.join(rows.lazy(), on="log_row")))
+                                        picked.join(rows.rechunk().lazy(), on="log_row"))
                           .with_columns(kind=pl.lit(i, pl.UInt8)) for i, (kind, rows) in enumerate(zip(kinds, found))])
 
     found_by_piece = _found_by_piece(pieces, kinds, collect, scratch and scratch / "found")
@@ -258,9 +258,9 @@ def _write_up(pieces: list[pl.LazyFrame], kinds: list[_WriteUp], collect: Collec
 
 
 def _one_chunk(rounds: pl.LazyFrame) -> pl.LazyFrame:
-    """The few rounds a kind of finding found, collected in one chunk a column to be written up:
-    `pl.format` panicked on columns chunked differently (pola-rs/polars#25339), as in a piece read from
-    many row groups or Arrow batches, or a join's output."""
+    """The few rounds the checks found, collected in one chunk a column to be written up (joined to
+    what was found, itself in one chunk): `pl.format` panicked on columns chunked differently
+    (pola-rs/polars#25339), as in a piece read from many row groups or Arrow batches."""
     return rounds.collect().rechunk().lazy()
 
 
@@ -608,9 +608,9 @@ class InLogOrder:
         found = pl.collect_all([self.queries[code](in_order) for code in self.ran])
         kinds = _kinds({code: [rows.lazy()] for code, rows in zip(self.ran, found)}, self.run_started)
         # The few rounds found picked out first: a join alone hashed every round.
-        picked = rounds.lazy().filter(pl.col("log_row").is_in(pl.concat([rows["log_row"] for rows in found]).implode()))
-        return [kind.describe(_one_chunk(picked.join(kind.found[0], on="log_row")))
-                .with_columns(kind=pl.lit(i, pl.UInt8))
+        picked = _one_chunk(rounds.lazy().filter(pl.col("log_row").is_in(pl.concat([rows["log_row"] for rows in found])
+                                                                       .implode())))
+        return [kind.describe(picked.join(kind.found[0], on="log_row")).with_columns(kind=pl.lit(i, pl.UInt8))
                 for i, kind in enumerate(kinds) if kind.found is not None]
 
     def _write(self, found: list[pl.LazyFrame]) -> None:
