@@ -290,6 +290,16 @@ def test_spark_refuses_a_compressed_log_before_it_starts(tmp_path):
     assert not (tmp_path / "out" / "summary.json").exists()
 
 
+def test_a_parquet_file_whose_pages_are_damaged_is_bad_input_on_spark_too(tmp_path):
+    """Spark fails reading tests/assets/damaged_pages.parquet; the run names the file as the polars
+    engine does (tests/test_trust.py), not as the tool's own failure."""
+    log = tmp_path / "night.parquet"
+    log.write_bytes((ASSETS / "damaged_pages.parquet").read_bytes())
+    with pytest.raises(InputError, match=f"{log}: not a readable parquet file \\(Number of decoded rep"):
+        spark.audit(log, tmp_path / "out", run.Options(validate=False))
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
 def test_spark_gives_the_golden_outputs_in_arrow_batches_of_a_few_rows(tmp_path):
     """The golden logs (tests/test_golden.py) audited on Spark, each Arrow batch 64 rows: a shoe's
     rounds come in many batches, and its findings are written up from columns in many chunks."""

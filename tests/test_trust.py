@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import TOOL, cli
+from conftest import ASSETS, TOOL, cli
 from baccarat_audit.engines import run
 from baccarat_audit import generate
 
@@ -207,6 +207,20 @@ def test_a_line_or_field_too_long_to_be_a_round_is_exit_2_naming_it(tmp_path, co
     done = cli("audit", log, "--out", tmp_path / "out", "--no-contract")
     no_traceback(done)
     assert done.returncode == 2 and f"error: {log}: {said}" in done.stderr
+
+
+def test_a_parquet_file_whose_pages_are_damaged_is_exit_2_naming_it(tmp_path):
+    """A page of the log's data damaged after its footer was written (tests/assets/damaged_pages.parquet,
+    bytes flipped by the mutation test below): polars panics reading it, and the run stops as on any
+    file it cannot read, naming the file and pyarrow's reason, not as the tool's own failure."""
+    log = tmp_path / "night.parquet"
+    log.write_bytes((ASSETS / "damaged_pages.parquet").read_bytes())
+    done = cli("audit", log, "--out", tmp_path / "out", "--no-contract")
+    no_traceback(done)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1] == (f"error: {log}: not a readable parquet file (Number of decoded rep / def "
+                                            "levels do not match num_values in page header)")
+    assert not (tmp_path / "out" / "summary.json").exists()
 
 
 @pytest.mark.parametrize("end", ["\r", "\r\n"])

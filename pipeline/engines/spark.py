@@ -46,7 +46,7 @@ from ..inputs import discover, formats, ingest, lines, mappings
 from .. import owned, tuning
 from . import stored
 from ..checks.round_checks import DUPLICATE, PER_ROUND
-from ..errors import InputError, first_line
+from ..errors import InputError, OutputError, first_line
 from ..checks.findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
 from ..inputs.selection import Selection
 
@@ -447,11 +447,16 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
         try:
             names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, run_id,
                                                                staging)
-        except BaseException:
+        except BaseException as error:
             # The error that ended the run is the one to report, even when the session cannot then be
             # stopped cleanly. (A stop by signal does not pass here: `stops` ends the process.)
             with contextlib.suppress(Exception):
                 spark.stop()
+            # Spark failing on a Parquet file whose pages are damaged: bad input, named as polars' engine names it.
+            damaged = (formats.corrupt_parquet([*log.files, *(bet_log.files if bet_log else ())])
+                       if isinstance(error, Exception) and not isinstance(error, (InputError, OutputError)) else None)
+            if damaged is not None:
+                raise damaged from None
             raise
         spark.stop()
         findings = stored.scan(staging / "findings.parquet")

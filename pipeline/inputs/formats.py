@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import csv
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 from polars.io.plugins import register_io_source
 
 from . import json_records, lines
@@ -201,6 +203,22 @@ def csv_rows(label: Path, files: list[Path]) -> list[int]:
         if counts[0].get(name, 0) != counts[1].get(name, 0):
             raise unreadable(file, pl.exceptions.ShapeError("its records and its lines differ in number"))
     return [counts[0].get(name, 0) for name in names]
+
+
+def corrupt_parquet(files: Iterable[Path]) -> InputError | None:
+    """An InputError on the first of `files` that is a Parquet file whose data pyarrow cannot read (a
+    page damaged after its footer was written), naming pyarrow's reason; None when each reads. Asked
+    only once polars has panicked on a log: a panic on data that reads is the tool's own failure."""
+    for path in files:
+        if format_of(path) != "parquet":
+            continue
+        try:
+            file = pq.ParquetFile(path)
+            for group in range(file.metadata.num_row_groups):
+                file.read_row_group(group)
+        except (OSError, pa.ArrowException) as error:
+            return InputError(f"{path}: not a readable parquet file ({first_line(error) or type(error).__name__})")
+    return None
 
 
 def unreadable(path: Path, error: pl.exceptions.PolarsError) -> InputError:

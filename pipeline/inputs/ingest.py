@@ -34,8 +34,8 @@ from ..errors import InputError, OutputError, first_line
 from ..folders import SCHEMAS
 from .selection import Selection
 from .discover import expand, hive_values
-from .formats import (REPLACED, REPLACEMENT, LineStarts, csv_header, csv_records, csv_rows, csv_span, format_of,
-                      unreadable)
+from .formats import (REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, csv_header, csv_records, csv_rows, csv_span,
+                      format_of, unreadable)
 
 MAPPINGS = SCHEMAS / "mappings"
 
@@ -564,6 +564,7 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     `since` are skipped by their statistics (see `Selection.stored`).
     """
     label, files, unread = expand(inputs)
+    _FILES[label] = tuple(files)
     made: dict[tuple, tuple] = {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made) for path in files], selection)
     if not any(_has_rows(path, one.rows(0, 1, narrowed=False)) for path, one in zip(files, opened)):
@@ -655,9 +656,16 @@ def one_row_group_ahead() -> Iterator[None]:
 _NOT_WRITTEN = re.compile(r"\(os error (28|27|122|30)\)")
 
 
+#: The files of each log this process opened (`scan`), by the log's label: what a query that panics
+#: is checked against (`collect`).
+_FILES: dict[Path, tuple[Path, ...]] = {}
+
+
 def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     """`pl.collect_all`, with a read failure met mid-file reported as an InputError on the file, and
-    a failure to write an output as an OutputError."""
+    a failure to write an output as an OutputError. A panic of polars is an InputError on a Parquet
+    file of the log that pyarrow cannot read either (its pages damaged: `formats.corrupt_parquet`), and
+    stays the tool's own failure where every file reads."""
     try:
         return pl.collect_all(frames)
     except pl.exceptions.PolarsError as error:
@@ -665,6 +673,11 @@ def collect(path: Path, frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
         if written:
             raise OutputError(os.strerror(int(written.group(1)))) from None
         raise unreadable(path, error) from None
+    except pl.exceptions.PanicException:
+        corrupt = corrupt_parquet(_FILES.get(Path(path), ()))
+        if corrupt is None:
+            raise
+        raise corrupt from None
 
 
 def write_parquet(frame: pl.DataFrame, path: Path, **options) -> None:
