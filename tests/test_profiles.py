@@ -3,6 +3,7 @@ and the number of decks (1 to 8) that CARD_COUNT, the odds and the settlement fo
 
 import hashlib
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +12,10 @@ from typer.testing import CliRunner
 
 from baccarat_audit import generate
 from baccarat_audit.cli import app
+from baccarat_audit.rules import bets, profiles
+from conftest import cli
+
+DATA = Path(__file__).parent.parent / "data"
 
 ONE_DECK = '''name = "one-deck"
 base = "standard"
@@ -82,6 +87,78 @@ def test_a_profile_with_decks_outside_one_to_eight_is_refused(tmp_path, decks, r
     done = run("odds", "--profile", path)
     assert done.exit_code == 2
     assert f"odd.toml: decks = {read} must be a whole number from 1 to 8" in done.output.replace("\n", "")
+
+
+HOUSE = 'name = "house"\nbase = "standard"\n'
+
+
+@pytest.mark.parametrize(("settings", "said"), [
+    ("deck = 6", "'deck' is not a setting (settings: decks, name, base, description, and the tables "
+                 "commission, rounding, pays, banker_win, dragon_bonus)"),
+    ('[pays]\nTEI = "8"', "pays.TEI is not a setting ([pays] takes PLAYER, BANKER, TIE, PLAYER_PAIR, "
+                          "BANKER_PAIR, DRAGON_7, PANDA_8, SUPER_6)"),
+    ('[pays]\nPLAYER_DRAGON_BONUS = "30"', "pays.PLAYER_DRAGON_BONUS is not a setting"),
+    ('[dragon_bonus]\nwin_by = { 10 = "5" }', "dragon_bonus.win_by = {'10': '5'} must be a table of wins by 9, 8, "
+                                              "7, 6, 5, 4 points and their pays"),
+    ('pays = "8"', "pays = '8' must be a table: [pays] with PLAYER, BANKER"),
+    ("decks = { six = 6 }", "decks = {'six': 6} must be a whole number from 1 to 8"),
+    ('[rounding]\nmode = ["house"]', "rounding.mode = ['house'] must be one value"),
+    ("description = 5", "description = 5 must be text"),
+    ('[pays]\nTIE = "1e400"', "pays.TIE = '1e400' must be from 0 to 1,000,000 with at most 4 decimals"),
+    ('[pays]\nTIE = "10000000000000"', "pays.TIE = '10000000000000' must be from 0 to 1,000,000"),
+    ('[rounding]\nunit = "1E+30"', "rounding.unit = '1E+30' must be from 0 to 1,000,000"),
+    ('[commission]\nrate = "5"', "commission.rate = '5' must be a rate below 1 (0.05 is 5%)"),
+])
+def test_a_house_profile_with_a_setting_misspelt_or_out_of_range_is_refused_naming_it(tmp_path, settings, said):
+    """A misspelt setting would leave its base's value in force unseen (a 6-deck game audited as 8
+    decks); an amount past what the exact money holds, or a table that is not one, stopped the tool
+    as its own failure (exit 3). Each is exit 2, one line naming the file and the setting."""
+    path = tmp_path / "house.toml"
+    path.write_text(f"{HOUSE}{settings}\n")
+    done = cli("audit", DATA / "rounds.csv", "--bets", DATA / "bets.csv", "--profile", path, "--out", tmp_path / "out")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr == f"error: {path.resolve()}: {said}" + done.stderr.split(said, 1)[1]
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_house_profile_that_is_not_utf8_or_leaves_a_bonus_margin_unpaid_is_refused(tmp_path):
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(HOUSE.encode() + 'description = "caf\xe9"\n'.encode("latin-1"))
+    done = run("odds", "--profile", latin)
+    assert done.exit_code == 2 and f"{latin.resolve()}: not valid TOML (not UTF-8 text)" in done.output
+    whole = tmp_path / "whole.toml"  # no base: every setting its own
+    whole.write_text('name = "whole"\ndecks = 8\n[commission]\nrate = "0"\n[rounding]\nmode = "exact"\nunit = "0.01"\n'
+                     '[pays]\nPLAYER = "1"\n[dragon_bonus]\nnatural_win = "1"\nnatural_tie = "push"\nwin_by = { 9 = "30" }\n')
+    unpaid = run("odds", "--profile", whole)
+    assert unpaid.exit_code == 2 and "whole.toml: dragon_bonus.win_by pays no win by 8, 7, 6, 5, 4" in unpaid.output
+
+
+def test_every_bet_type_a_pay_table_may_list_is_offered_and_priced(tmp_path):
+    """The pay table's bet types (`[pays]`) and the Dragon Bonus (`[dragon_bonus]`) are every bet type
+    the settlement decides: a profile that lists them all offers each, with its house edge."""
+    path = tmp_path / "everything.toml"
+    path.write_text(HOUSE + "[pays]\n" + "".join(f'{bet} = "2"\n' for bet in profiles.PAYS))
+    done = run("odds", "--profile", path, "--json")
+    assert done.exit_code == 0, done.output
+    assert list(json.loads(done.output)["house_edge"]) == list(bets.BET_TYPES)
+
+
+def test_a_pay_of_a_million_to_one_is_settled_exactly(tmp_path):
+    """The largest pay a profile may state is settled in exact money: every Tie bet of a log whose
+    rounds name no profile is paid a million to one, and each Tie won is a SETTLEMENT finding."""
+    rounds = pl.read_csv(DATA / "rounds.csv", infer_schema=False).drop("profile")
+    rounds.write_csv(tmp_path / "rounds.csv")
+    path = tmp_path / "million.toml"
+    path.write_text(f'{HOUSE}[pays]\nTIE = "1000000"\n')
+    done = cli("audit", tmp_path / "rounds.csv", "--bets", DATA / "bets.csv", "--profile", path, "--out",
+               tmp_path / "out", "--json")
+    assert done.returncode == 1, done.stderr
+    found = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check") == "SETTLEMENT")
+    stakes = pl.read_csv(DATA / "bets.csv", infer_schema=False).select("bet_id", "stake")
+    tie_wins = found.filter(pl.col("detail").str.contains("pays 1000000:1")).join(stakes, on="bet_id")
+    assert tie_wins.height > 0
+    assert all(Decimal(expected) == Decimal(stake) * 1_000_001 for expected, stake in tie_wins.select("expected", "stake")
+               .iter_rows())
 
 
 def test_a_profile_file_that_is_missing_or_names_a_missing_base_is_refused(tmp_path):

@@ -56,9 +56,11 @@ def _read(reference: str, seen: tuple[Path, ...] = (), beside: Path | None = Non
     if path in seen:
         raise InputError(f"{path}: profile bases form a loop ({' -> '.join(p.stem for p in (*seen, path))})")
     try:
-        data = tomllib.loads(path.read_text())
+        data = profiles.checked_file(path, tomllib.loads(path.read_bytes().decode("utf-8")))
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: not valid TOML ({error})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not valid TOML (not UTF-8 text)") from None
     if "base" not in data:
         return data, (path,)
     house = None if path.parent == PROFILES else path.parent

@@ -19,13 +19,11 @@ from functools import cache, reduce
 import polars as pl
 
 from . import tableau
-from .profiles import Profile
+from .profiles import BONUS_MARGINS, Profile
 
 #: Facts of a finished coup that settle bets (see `facts_expr` for how each is computed).
 FACTS = ("result", "player_final", "banker_final", "player_cards", "banker_cards", "natural",
          "player_natural", "banker_natural", "player_pair", "banker_pair", "margin")
-
-_BONUS_MARGINS = (9, 8, 7, 6, 5, 4)
 
 #: A bet's recorded status (any case) that takes it out of the coup's settlement: a void bet returns its
 #: stake whatever the cards; an open one is not settled yet. Any other status, or none, is settled by the
@@ -39,7 +37,7 @@ def _dragon_bonus(side: str) -> tuple:
     return (
         ("natural win", wins | {f"{side.lower()}_natural": True}),
         ("natural tie", {"result": "TIE", "natural": True}),
-        *((f"win by {m}", wins | {"margin": m}) for m in _BONUS_MARGINS),
+        *((f"win by {m}", wins | {"margin": m}) for m in BONUS_MARGINS),
         ("lose", {}),
     )
 
@@ -232,7 +230,7 @@ def returns(profile: Profile) -> dict[tuple[str, str], Return]:
             bet = f"{side}_DRAGON_BONUS"
             table[bet, "natural win"] = _win(bonus["natural_win"], f"{side.capitalize()} won with a natural")
             table[bet, "natural tie"] = _win(bonus["natural_tie"], "Tie of naturals")
-            for margin in _BONUS_MARGINS:
+            for margin in BONUS_MARGINS:
                 table[bet, f"win by {margin}"] = _win(bonus[f"win_by_{margin}"],
                                                       f"{side.capitalize()} won by {margin}")
             table[bet, "lose"] = LOSE
