@@ -163,7 +163,8 @@ def audit(
     if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
     kinds = frozenset(kind.strip() for kind in fail_on.split(",") if kind.strip())
-    if not kinds <= set(audit_run.FAIL_ON):
+    # None at all is refused too: a job's unset variable (--fail-on "$KINDS") would pass every night.
+    if not kinds or not kinds <= set(audit_run.FAIL_ON):
         raise _fail(InputError(f"--fail-on {fail_on!r}: expected some of {', '.join(audit_run.FAIL_ON)}"))
     narrowed = _window(since, until, "--since/--until")
     with progress.phases(enabled=not (quiet or as_json) and engine == "polars") as on_phase:

@@ -529,6 +529,17 @@ def test_fail_on_chooses_what_sets_exit_1_and_json_prints_the_summary(tmp_path):
         assert "Not clean:" in (out / "report.html").read_text()  # exit 0 or not, the findings are there
     refused = run("audit", SAMPLE / "rounds.csv", "--out", tmp_path / "x", "--fail-on", "findings,typos")
     assert refused.exit_code == 2 and "--fail-on 'findings,typos': expected some of" in refused.output
+    for empty in ("", ","):  # a scheduler's unset variable would otherwise pass every run
+        refused = run("audit", SAMPLE / "rounds.csv", "--out", tmp_path / "x", "--fail-on", empty)
+        assert refused.exit_code == 2 and f"--fail-on {empty!r}: expected some of" in refused.output
+        assert not (tmp_path / "x").exists()
+
+
+def test_a_bet_log_without_its_columns_names_the_option_that_maps_them(tmp_path):
+    wrong = run("audit", SAMPLE / "rounds.csv", "--bets", SAMPLE / "rounds.csv", "--out", tmp_path / "out")
+    assert wrong.exit_code == 2 and "required column bet_id, bet_type, stake, paid missing" in wrong.output
+    assert wrong.output.rstrip().endswith("; a mapping renames a provider's columns (audit --bets-mapping, "
+                                          "validate --bets --mapping))")
 
 
 def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path):

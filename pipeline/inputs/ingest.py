@@ -318,7 +318,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
-        hint = "" if mapping and mapping.path else "; --mapping renames a provider's columns"
+        maps = ("a mapping renames a provider's columns (audit --bets-mapping, validate --bets --mapping)"
+                if contract_name == "bet_log" else "--mapping renames a provider's columns")
+        hint = "" if mapping and mapping.path else f"; {maps}"
         in_other_case = {name.casefold(): name for name in names}
         cased = next((in_other_case[c] for c in missing if c in in_other_case), None)
         if cased:
