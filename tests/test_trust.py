@@ -249,6 +249,23 @@ def test_report_on_a_damaged_summary_is_exit_2(tmp_path, summary):
     assert done.returncode == 2 and done.stderr.startswith(f"error: {out}")
 
 
+@pytest.mark.parametrize("name", ["findings.parquet", "fairness.parquet"])
+@pytest.mark.parametrize("damage", ["removed", "truncated"])
+def test_report_on_a_folder_missing_or_damaging_an_output_it_reads_names_the_folder(tmp_path, name, damage):
+    """Each table the page reads is named, missing or damaged: a missing fairness.parquet was reported as
+    "output: cannot be written", and a damaged one without its name."""
+    out = tmp_path / "out"
+    assert cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract").returncode == 1
+    if damage == "removed":
+        (out / name).unlink()
+    else:
+        (out / name).write_bytes((out / name).read_bytes()[:100])
+    done = cli("report", out)
+    no_traceback(done)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {out}: not an audit output directory (")
+    assert name in done.stderr and done.stderr.count("\n") == 1
+
+
 def test_an_output_that_cannot_be_written_names_the_output_not_the_log(tmp_path):
     """A full disk, as a file size limit gives it: the error is on the output directory."""
     import resource

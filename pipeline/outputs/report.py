@@ -317,11 +317,19 @@ def render(out_dir: Path) -> str:
         summary = json.loads((out_dir / discover.AUDIT_SUMMARY).read_text())
         if not isinstance(summary, dict):
             raise ValueError("summary.json is not a JSON object")
-        stored.scan(out_dir / "findings.parquet").collect_schema()
-    except (OSError, ValueError, pl.exceptions.PolarsError) as error:
+    except (OSError, ValueError) as error:
         missing = isinstance(error, FileNotFoundError) and error.filename
         why = f"no {Path(error.filename).name} in it" if missing else first_line(error) or type(error).__name__
         raise InputError(f"{out_dir}: not an audit output directory ({why})") from None
+    # The tables the page reads, each named where it is missing or damaged.
+    for name in ("findings.parquet", *(["fairness.parquet"] if "fairness" in summary else [])):
+        if not (out_dir / name).is_file():
+            raise InputError(f"{out_dir}: not an audit output directory (no {name} in it)")
+        try:
+            stored.scan(out_dir / name).collect_schema()
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise InputError(f"{out_dir}: not an audit output directory ({name}: "
+                             f"{first_line(error) or type(error).__name__})") from None
     # Counted by queries, not read whole: findings grow with the log.
     findings = stored.scan(out_dir / "findings.parquet")
     evidence_path = out_dir / "evidence.json"
