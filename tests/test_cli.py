@@ -136,12 +136,14 @@ LOG = ASSETS / "mixed_notation.csv"
          "--window-start 2026-12-01T00:00:00+00:00 is after --window-end"),
         (["audit", LOG, "--out", "{tmp}/a-file/out"], "a-file/out: cannot write the output directory"),
         (["validate", LOG, "--docs", "{tmp}/a-file/docs"], "a-file/docs: cannot write the Data Docs here"),
+        (["audit", LOG, "--out", "{tmp}/a-file"], "a-file: is a file, not an output directory"),
         (["generate", "--rounds", "10", "--seed", "1", "--fault-rate", "0", "--out", "{tmp}/a-file/logs"],
          "a-file/logs: cannot write the generated log here"),
     ],
 )
 def test_a_run_that_would_audit_nothing_or_cannot_write_exits_2_with_one_line(tmp_path, args, message):
-    """An empty narrowing would pass as a clean audit of nothing; an output folder under a file cannot be made."""
+    """An empty narrowing would pass as a clean audit of nothing; an output folder under a file, or that is
+    one, cannot be made."""
     _write(tmp_path / "a-file", "not a folder")
     completed = subprocess.run([sys.executable, "-m", "baccarat_audit", *(str(a).format(tmp=tmp_path) for a in args)],
                                capture_output=True, text=True)

@@ -128,7 +128,7 @@ def test_validate_does_not_replace_a_folder_that_holds_more_than_data_docs(tmp_p
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
     for docs, message in ((tmp_path / "reports", "notes.txt: not written by baccarat-audit"),
-                          (tmp_path / "a-file", "a-file: not written by baccarat-audit"),
+                          (tmp_path / "a-file", "a-file: is a file, not a folder for the Data Docs"),
                           (Path("."), "is the working folder")):
         result = runner.invoke(app, ["validate", str(DATA / "bets.csv"), "--bets", "--docs", str(docs)])
         assert result.exit_code == 2 and message in result.output, result.output

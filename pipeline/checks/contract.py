@@ -401,6 +401,8 @@ def staged_docs(target: Path | None) -> Iterator[Path | None]:
     target = target.absolute()  # "." has no parent of its own to stage beside
     if Path.cwd().is_relative_to(target):
         raise InputError(f"{target}: is the working folder (or holds it), which a run would replace; give another")
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{target}: is a file, not a folder for the Data Docs")
     owned.claim(target.parent, [target.name])
     with stops.run_folder(target.parent, f".{target.name}-", f"{target}: cannot write the Data Docs here") as staging:
         (staging / target.name).mkdir()
