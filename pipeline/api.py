@@ -9,7 +9,7 @@ command line prints.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +20,7 @@ import polars as pl
 from .rules import exact_odds, profiles
 from .inputs import profile_files
 from .outputs import explanation
-from .inputs import ingest
+from .inputs import ingest, timestamps
 from .checks import integrity
 from .engines import run
 from . import tuning
@@ -51,12 +51,16 @@ class Audit:
 
 def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = None,
           profile: str = profiles.DEFAULT, profiles_dir: Path | str | None = None, mapping: str | Path | None = None,
-          bets_mapping: str | Path | None = None, contract: bool = True, as_of: datetime | None = None,
-          fail_on: tuple[str, ...] = run.FAIL_ON) -> Audit:
+          bets_mapping: str | Path | None = None, contract: bool = True, as_of: datetime | str | None = None,
+          fail_on: str | Iterable[str] = run.FAIL_ON) -> Audit:
     """Audit `rounds` (and `bets`) as `baccarat-audit audit` does. The outputs are written to `out_dir`
     when one is given (report.html and evidence.json too), else to a temporary folder, removed once
     they are read. A frame is audited as a Parquet file written to a temporary folder: its findings
-    name that file in `source_file` and number its rows from 1 in `source_row`."""
+    name that file in `source_file` and number its rows from 1 in `source_row`. `fail_on` is one kind,
+    kinds separated by commas, or a list of kinds (empty: exit code 0 whatever is found); `as_of` a
+    datetime or ISO 8601 text."""
+    kinds = run.kinds_to_fail_on(fail_on, "fail_on")
+    as_of = None if as_of is None else timestamps.moment(as_of, "as_of")
     with ExitStack() as stack:
         rounds = stack.enter_context(_as_file(rounds, "rounds"))
         bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
@@ -64,7 +68,7 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
             tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
         options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
                               bets_mapping=_mapping(bets_mapping, "bet_log"), validate=contract, as_of=as_of,
-                              fail_on=frozenset(fail_on),
+                              fail_on=kinds,
                               profiles_dir=None if profiles_dir is None else Path(profiles_dir))
         done = run.audit(rounds, out, options)
         read = {name: pl.read_parquet(out / f"{name}.parquet") if (out / f"{name}.parquet").is_file() else None
@@ -74,12 +78,13 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
 
 def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str = profiles.DEFAULT,
             profiles_dir: Path | str | None = None, mapping: str | Path | None = None,
-            bets_mapping: str | Path | None = None, as_of: datetime | None = None) -> list[dict]:
+            bets_mapping: str | Path | None = None, as_of: datetime | str | None = None) -> list[dict]:
     """Every row of the round log with `round_id`, replayed step by step (or quarantined, with why),
     with the findings of the checks across rounds that name it (its shoe's, read whole; `as_of` the
     present for TIMESTAMP, default now) and its bets settled when `bets` are given: what `explain
     --json` prints, as documented by schemas/explain.schema.json. `explanation.found_anything` of it is
     the exit code's question."""
+    as_of = None if as_of is None else timestamps.moment(as_of, "as_of")
     with ExitStack() as stack:
         rounds = stack.enter_context(_as_file(rounds, "rounds"))
         bets = stack.enter_context(_as_file(bets, "bets")) if bets is not None else None
@@ -152,7 +157,21 @@ def _as_file(log: Log, role: str) -> Iterator[Path | str | list]:
     if not isinstance(log, pl.DataFrame | pl.LazyFrame):
         yield log
         return
+    schema = log.collect_schema()
+    odd = next(((name, dtype) for name, dtype in schema.items() if _unwritable(dtype)), None)
+    if odd is not None:
+        raise InputError(f"the {role} frame: column {odd[0]} is of type {odd[1]}, which a log cannot hold; "
+                         "cast it to text or a 64-bit number")
     with tempfile.TemporaryDirectory(prefix="baccarat-audit-frame-") as folder:
         path = Path(folder) / f"{role}.parquet"
         (log.collect() if isinstance(log, pl.LazyFrame) else log).write_parquet(path)
         yield path
+
+
+def _unwritable(dtype: pl.DataType) -> bool:
+    """Whether a column of `dtype` (or a field within it) has no Parquet form the audit reads."""
+    if isinstance(dtype, pl.Object | pl.Int128 | pl.UInt128):
+        return True
+    if isinstance(dtype, pl.List | pl.Array):
+        return _unwritable(dtype.inner)
+    return isinstance(dtype, pl.Struct) and any(_unwritable(field.dtype) for field in dtype.fields)

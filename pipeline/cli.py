@@ -7,7 +7,7 @@ import signal
 import sys
 import tempfile
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -18,10 +18,11 @@ from . import __version__, api as library, progress, stops, tuning
 from .checks import contract, fairness, settlement
 from .rules import exact_odds, profiles
 from .inputs import profile_files
-from .inputs import ingest
+from .inputs import ingest, timestamps
 from .outputs import explanation as explain_round
 from . import generate as generator
 from .outputs import report as report_page
+from .outputs import summary as summary_of
 from .engines import run as audit_run
 from .errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
 from .inputs.selection import Selection
@@ -77,10 +78,9 @@ MappingOption = Annotated[str | None, typer.Option(
 def _moment(text: str) -> datetime:
     """An ISO 8601 date or date-time, with Z or an offset; without one, UTC."""
     try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
+        return timestamps.moment(text, "")
+    except InputError:
         raise typer.BadParameter(f"{text!r} is not an ISO 8601 date or date-time") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _end(text: str) -> datetime:
@@ -91,7 +91,7 @@ def _end(text: str) -> datetime:
         date.fromisoformat(text.strip())
     except ValueError:
         return moment
-    return moment + timedelta(days=1, microseconds=-1)
+    return timestamps.shifted(moment, timedelta(days=1, microseconds=-1))
 
 
 SINCE = "ISO 8601 date or date-time; UTC when it has no offset"
@@ -162,10 +162,10 @@ def audit(
     started = time.perf_counter()
     if engine not in ("polars", "spark"):
         raise _fail(InputError(f"unknown engine {engine!r}: polars or spark"))
-    kinds = frozenset(kind.strip() for kind in fail_on.split(",") if kind.strip())
-    # None at all is refused too: a job's unset variable (--fail-on "$KINDS") would pass every night.
-    if not kinds or not kinds <= set(audit_run.FAIL_ON):
-        raise _fail(InputError(f"--fail-on {fail_on!r}: expected some of {', '.join(audit_run.FAIL_ON)}"))
+    try:
+        kinds = audit_run.kinds_to_fail_on(fail_on, "--fail-on")
+    except InputError as error:
+        raise _fail(error) from None
     narrowed = _window(since, until, "--since/--until")
     with progress.phases(enabled=not (quiet or as_json) and engine == "polars") as on_phase:
         try:
@@ -184,13 +184,22 @@ def audit(
     if as_json:
         typer.echo(json.dumps(s, indent=2))
         raise typer.Exit(result.exit_code)
-    typer.echo(f"{_counted(s['rows_read'], 'row')} read: {_counted(s['rounds_audited'], 'round')} audited, "
+    kept = summary_of.narrowing(s)
+    if kept:
+        in_files = summary_of.rows_in_files(s)
+        read = (f"{_counted(s['rows_read'], 'row')} selected ({kept}) of "
+                f"{'the' if in_files is None else f'{in_files:,}'} rows in the log")
+    else:
+        read = f"{_counted(s['rows_read'], 'row')} read"
+    typer.echo(f"{read}: {_counted(s['rounds_audited'], 'round')} audited, "
                f"{s['rows_quarantined']} quarantined, {_counted(s['rounds_flagged'], 'round')} flagged.")
     if "bets_read" in s:
         typer.echo(f"{_counted(s['bets_read'], 'bet')} read: {s['bets_settled']} settled, {s['bets_quarantined']} "
                    f"quarantined, {s['bets_flagged']} wrongly paid (overpaid "
                    f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
                    f"{settlement.in_currencies(s['money'], 'underpaid')}).")
+    if "bets_not_judged" in s:
+        typer.echo(f"Warning: {s['bets_not_judged']}.")
     if s["inputs_not_read"]:
         names = [f"{shown(u['path'])} ({u['reason']})" for u in s["inputs_not_read"]]
         typer.echo(f"Not read: {_counted(len(names), 'entry', plural='entries')} of the input folders: "
@@ -201,6 +210,11 @@ def audit(
     for check, state in s["checks"].items():
         if state != "ran":
             typer.echo(f"  {check:<16} {state}")
+    skipped = s.get("fairness", {}).get("tables_skipped", {})
+    for table, why in list(skipped.items())[:SHOWN]:
+        typer.echo(f"  Fairness of table {shown(table)} not tested ({why})")
+    if s.get("fairness", {}).get("tables_not_tested", 0) > SHOWN:
+        typer.echo(f"  ... {s['fairness']['tables_not_tested']:,} tables not tested in all: fairness.parquet")
     first = audit_run.first_findings(result, SHOWN)
     for finding in first:
         typer.echo(f"  {shown(finding['source_file'])} row {finding['source_row']} round {shown(finding['round_id'])}: "
@@ -247,7 +261,7 @@ def validate(
         with (stops.run_folder(temporary, "baccarat-audit-", f"{temporary}: cannot write a scratch folder") as scratch,
               contract.staged_docs(docs) as staged):
             subject = contract.Subject(name, opened.path, opened.columns, list(opened.pieces(tuning.current().piece_rows)),
-                                       sum(opened.rows_per_file))
+                                       sum(opened.rows_per_file), opened.notation)
             result = contract.validate([subject], scratch, _window(window_start, window_end), staged)[name]
             if docs is not None:
                 contract.publish_docs(staged, docs, 0 if result["success"] else 1)

@@ -265,18 +265,19 @@ def write(log: Log, out_dir: Path) -> dict[str, Path]:
     earlier log left are removed when this one has none, since they would be settled against its
     rounds; a file of someone else's under one of these names stops it (an InputError)."""
     out_dir = Path(out_dir)
-    owned.claim(out_dir, WRITTEN)
-    with stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the generated log here") as staging:
-        frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), "rounds")]
-        if log.bets:
-            frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"), "bets"))
-        for frame, name in frames:
-            frame.write_csv(staging / f"{name}.csv")
-            frame.write_parquet(staging / f"{name}.parquet")
-        pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
-                     orient="row").write_csv(staging / "faults.csv")
-        with stops.publishing(0):  # the command's code once the log is written
-            owned.publish(staging, out_dir, WRITTEN)
+    with owned.locked(out_dir, f"{out_dir}: cannot write the generated log here"):
+        owned.claim(out_dir, WRITTEN)
+        with stops.run_folder(out_dir, ".audit-", f"{out_dir}: cannot write the generated log here") as staging:
+            frames = [(pl.DataFrame(log.rows, schema=ROUND_SCHEMA, orient="row"), "rounds")]
+            if log.bets:
+                frames.append((pl.DataFrame(log.bets, schema=BET_SCHEMA, orient="row"), "bets"))
+            for frame, name in frames:
+                frame.write_csv(staging / f"{name}.csv")
+                frame.write_parquet(staging / f"{name}.parquet")
+            pl.DataFrame(log.faults, schema={"round_id": pl.String, "bet_id": pl.String, "check": pl.String},
+                         orient="row").write_csv(staging / "faults.csv")
+            with stops.publishing(0):  # the command's code once the log is written
+                owned.publish(staging, out_dir, WRITTEN)
     paths = {"csv": out_dir / "rounds.csv", "parquet": out_dir / "rounds.parquet", "faults": out_dir / "faults.csv"}
     if log.bets:
         paths |= {"bets_csv": out_dir / "bets.csv", "bets_parquet": out_dir / "bets.parquet"}

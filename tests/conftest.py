@@ -20,6 +20,23 @@ def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:
     """The command run in a process of its own: its exit code, stdout and stderr as text."""
     return subprocess.run([*TOOL, *map(str, args)], capture_output=True, text=True, **kwargs)
 
+# Runs the command in a child of its own and prints the child's peak resident memory (KiB) last on stderr.
+_PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def cli_peak(*args: object) -> tuple[subprocess.CompletedProcess, int]:
+    """The command as `cli` runs it, and its peak resident memory in MiB: for the bounds the README states."""
+    done = subprocess.run([sys.executable, "-c", _PEAK, *TOOL, *map(str, args)], capture_output=True, text=True)
+    said, _, peak = done.stderr.rstrip("\n").rpartition("\n")
+    done.stderr = said + "\n" if said else ""
+    return done, int(peak) // 1024
+
+
 # Property tests draw the same examples on every run, so that CI passes or fails as it did here: a
 # run that explores new ones is `HYPOTHESIS_PROFILE=explore pytest` (and more with --hypothesis-seed).
 settings.register_profile("same", derandomize=True)

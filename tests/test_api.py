@@ -109,3 +109,32 @@ def test_explain_names_every_finding_across_the_shoe_that_the_audit_gives_the_ro
     unflagged = (pl.read_csv(DATA / "rounds.csv", infer_schema=False)
                  .filter(~pl.col("round_id").is_in(found["round_id"].implode()))["round_id"][0])
     assert [entry["across_rounds"] for entry in baccarat_audit.explain(DATA / "rounds.csv", unflagged)] == [[]]
+
+
+def test_fail_on_takes_a_kind_kinds_or_a_list_and_refuses_an_unknown_kind():
+    rounds = pl.read_parquet(DATA / "rounds.parquet")
+    assert baccarat_audit.audit(rounds, fail_on="findings", contract=False).exit_code == 1
+    assert baccarat_audit.audit(rounds, fail_on="quarantine,findings", contract=False).exit_code == 1
+    assert baccarat_audit.audit(rounds, fail_on=["findings"], contract=False).exit_code == 1
+    assert baccarat_audit.audit(rounds, fail_on=["quarantine"], contract=False).exit_code == 0
+    for wrong in (["bogus"], "finding", "", ",", [None], 1):
+        with pytest.raises(baccarat_audit.InputError, match="fail_on .*: expected some of findings, quarantine, contract"):
+            baccarat_audit.audit(rounds, fail_on=wrong, contract=False)
+
+
+def test_as_of_is_text_or_a_datetime_and_anything_else_is_an_input_error():
+    rounds = pl.read_parquet(DATA / "rounds.parquet").head(200)
+    as_text = baccarat_audit.audit(rounds, as_of="2026-12-01T00:00:00Z", contract=False)
+    as_moment = baccarat_audit.audit(rounds, as_of=datetime(2026, 12, 1, tzinfo=UTC), contract=False)
+    assert as_text.summary["as_of"] == as_moment.summary["as_of"] == "2026-12-01T00:00:00+00:00"
+    assert baccarat_audit.explain(DATA / "rounds.parquet", rounds["round_id"][0], as_of="2026-12-01")
+    with pytest.raises(baccarat_audit.InputError, match="as_of 'yesterday': expected an ISO 8601 date or date-time"):
+        baccarat_audit.audit(rounds, as_of="yesterday")
+
+
+@pytest.mark.parametrize("column", [pl.Series("round_id", [object()] * 3, dtype=pl.Object),
+                                    pl.Series("hand_no", [1, 2, 3], dtype=pl.Int128)])
+def test_a_frame_with_a_column_no_log_can_hold_is_an_input_error(column):
+    rounds = pl.read_parquet(DATA / "rounds.parquet").head(3).with_columns(column)
+    with pytest.raises(baccarat_audit.InputError, match=f"the rounds frame: column {column.name} is of type"):
+        baccarat_audit.audit(rounds)

@@ -202,7 +202,9 @@ def test_a_table_selection_reads_only_the_hive_folders_of_that_table(tmp_path):
     alone = run.audit(str(tmp_path / "logs" / "table_id=T02" / "*" / "*"), tmp_path / "alone", QUICK)
     assert narrowed.summary["rows_read"] == alone.summary["rows_read"] > 0
     assert narrowed.summary["findings"] == alone.summary["findings"]
-    assert [i["rows"] for i in narrowed.summary["inputs"]] == [0, 0, *(i["rows"] for i in alone.summary["inputs"])]
+    assert [i["rows_selected"] for i in narrowed.summary["inputs"]] == [0, 0, *(i["rows"] for i in alone.summary["inputs"])]
+    # Each file's own rows beside its SHA-256: from the footer of a Parquet file ruled out unread, a CSV one's not counted.
+    assert [i["rows"] for i in narrowed.summary["inputs"]] == [200, None, *(i["rows"] for i in alone.summary["inputs"])]
     nothing = ingest.scan(tmp_path / "logs", "round_log", selection=Selection(tables=("T09",)))
     assert [piece.collect().height for piece in nothing.pieces(1_000)] == [0]
 
@@ -246,7 +248,8 @@ def test_a_time_window_reads_only_the_files_that_hold_rounds_in_it(tmp_path):
     every_row = run.audit(tmp_path / "csv", tmp_path / "every_row", run.Options(validate=False, selection=third))
     assert narrowed.summary["rows_read"] == every_row.summary["rows_read"] == 2000 + 2
     assert narrowed.summary["findings"] == every_row.summary["findings"]
-    assert [i["rows"] for i in narrowed.summary["inputs"]] == [1, 0, 2000, 0, 1]
+    assert [i["rows_selected"] for i in narrowed.summary["inputs"]] == [1, 0, 2000, 0, 1]
+    assert [i["rows"] for i in narrowed.summary["inputs"]] == [pl.read_parquet(path).height for path in files]
     assert _findings(tmp_path / "narrowed").drop("source_file").equals(_findings(tmp_path / "every_row").drop("source_file"))
 
 

@@ -549,7 +549,7 @@ def test_the_summary_names_its_run_its_command_and_the_period_it_covers(tmp_path
     done = subprocess.run([sys.executable, "-m", "baccarat_audit", *args], capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["schema_version"] == 4 and len(summary["run_id"]) == 32
+    assert summary["schema_version"] == 5 and len(summary["run_id"]) == 32
     assert summary["as_of"] == summary["started_at"]  # no --as-of: the present is the start of the run
     assert summary["command"][1:] == args and summary["finished_at"] >= summary["started_at"]
     dealt = pl.read_csv(SAMPLE / "rounds.csv", infer_schema=False)["dealt_at"].sort()

@@ -235,3 +235,23 @@ def test_the_contract_run_batch_by_batch_adds_up_to_one_run(tmp_path):
         return sum(-(-min(4, rows - start) // 3) for start in range(0, rows, 4))
     assert pages == {"round_log": batches(rounds), "round_log round_id unique": -(-rounds // 3),
                      "bet_log": batches(bets), "bet_log bet_id unique": -(-bets // 3)}
+
+
+def test_a_points_log_is_held_to_the_points_its_mapping_declares(tmp_path):
+    """data/layouts/points.csv with the points mapping: every card column meets the contract's card set,
+    by the audit's count and by Great Expectations' run (`validate`) alike; a card written as a card is
+    unexpected."""
+    log = tmp_path / "points.csv"
+    text = (DATA / "layouts" / "points.csv").read_text().splitlines()
+    text[1] = text[1].replace(",5,0,,8,0,,", ",KS,0,,8,0,,")  # player_card_1: a card, not points
+    log.write_text("\n".join(text) + "\n")
+    audited = CliRunner().invoke(app, ["audit", str(log), "--mapping", "points", "--out", str(tmp_path / "out"),
+                                       "--json"])
+    validated = CliRunner().invoke(app, ["validate", str(log), "--mapping", "points", "--json"])
+    for result in (json.loads(audited.stdout)["contract"]["rounds"], json.loads(validated.stdout)):
+        in_set = {e["column"]: e for e in result["expectations"]
+                  if e["type"] == "expect_column_values_to_be_in_set" and "_card_" in e["column"]}
+        assert {c: e["unexpected_count"] for c, e in in_set.items()} == {
+            "player_card_1": 1, "player_card_2": 0, "player_card_3": 0,
+            "banker_card_1": 0, "banker_card_2": 0, "banker_card_3": 0}
+        assert in_set["player_card_1"]["examples"] == ["KS"]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS, cli, output
+from conftest import ASSETS, cli, cli_peak, output
 from baccarat_audit.inputs import discover, formats, ingest
 from baccarat_audit.engines import run
 from baccarat_audit import tuning
@@ -883,3 +883,50 @@ def test_a_csv_log_longer_than_the_chunks_its_lines_are_found_in_reads_the_same_
     whole = log.frame.collect()
     assert whole.height == copies.height
     assert pl.concat([piece.collect() for piece in log.pieces(9_973)]).equals(whole)
+
+
+def test_a_parquet_footer_that_hides_rows_is_refused_naming_the_file(faulted_log, tmp_path):
+    """A footer rewritten to say 1 row over a row group of 400: a reader trusting it audits one round."""
+    log = tmp_path / "hidden.parquet"
+    pl.read_parquet(faulted_log["parquet"]).head(400).write_parquet(log, row_group_size=1000)
+    raw = log.read_bytes()
+    footer_at = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+    # FileMetaData.num_rows (field 3, i64) follows the schema: 400 as a zigzag varint, 1 written in as many bytes.
+    at = raw.index(b"\x16\xa0\x06", footer_at)
+    log.write_bytes(raw[:at] + b"\x16\x82\x00" + raw[at + 3:])
+    footer = pq.read_metadata(log)
+    assert (footer.num_rows, footer.row_group(0).num_rows) == (1, 400)
+    done = cli("audit", log, "--out", tmp_path / "out", "--no-contract")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: {log}: its footer says 1 rows but its row groups hold 400; the file is damaged or was written wrongly\n"
+
+
+def test_a_line_too_long_is_refused_in_json_lines_and_compressed_logs_naming_the_file_itself(tmp_path):
+    """The 1 MiB line bound holds for JSON Lines as for CSV, and inside a compressed log it stops the
+    decompression where the line passes it, naming the log (not a copy) and the row or line."""
+    import gzip
+
+    rounds = [json.dumps({"round_id": f"R{i}", "player_card_1": "KS"}) for i in range(3)]
+    long = json.dumps({"round_id": "R9", "extra": "x" * (3 << 20)})
+    (tmp_path / "long.jsonl").write_text("\n".join([*rounds, long]) + "\n")
+    with gzip.open(tmp_path / "long.jsonl.gz", "wt") as packed:
+        packed.write("\n".join([*rounds, long, *rounds * 2000]) + "\n")
+    with gzip.open(tmp_path / "long.csv.gz", "wt") as packed:
+        packed.write(f"{HEADER}\n{GOOD}\n{'R2,' + 'y' * (3 << 20)}\n")
+    for name, where in (("long.jsonl", "line 4"), ("long.jsonl.gz", "line 4"), ("long.csv.gz", "row 2")):
+        done, peak = cli_peak("audit", tmp_path / name, "--out", tmp_path / "out", "--no-contract")
+        assert done.stderr == (f"error: {tmp_path / name}: {where} is longer than 1,048,576 bytes; no line of a "
+                               "round log is, and it would be held whole (a file that is not a log, or lines joined?)\n")
+        assert done.returncode == 2 and peak < 600, peak
+
+
+def test_a_zstd_log_that_begins_with_a_skippable_frame_is_read(tmp_path):
+    """What pzstd writes: a skippable frame (magic 0x184D2A50 to 0x184D2A5F), then the compressed text."""
+    import pyarrow as pa
+
+    text = (ASSETS.parent.parent / "data" / "rounds.csv").read_bytes()
+    skippable = struct.pack("<II", 0x184D2A5E, 4) + b"pzst"
+    (tmp_path / "night.csv.zst").write_bytes(skippable + pa.compress(text, codec="zstd", asbytes=True))
+    done = cli("audit", tmp_path / "night.csv.zst", "--out", tmp_path / "out", "--no-contract")
+    assert done.returncode == 1, done.stderr
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["rows_read"] == 2000

@@ -1,5 +1,6 @@
 """Integrity across rounds and fairness statistics, on generated shoes and hand-written logs."""
 
+import json
 import math
 from collections import Counter
 from dataclasses import replace
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
-from conftest import ASSETS
+from conftest import ASSETS, cli
 from baccarat_audit.engines import run
 from baccarat_audit.rules import cards, coup
 from baccarat_audit.inputs import profile_files
@@ -126,12 +127,62 @@ def test_fairness_rows_compare_with_exact_probabilities(clean_log, tmp_path):
     assert t01["banker_wins"]["expected"] == pytest.approx(t01["banker_wins"]["rounds"] * p["banker_wins"])
     assert p["player_pairs"] == pytest.approx(31 / 415)
     assert t01["outcome_chi_square"]["p_adjusted"] >= t01["outcome_chi_square"]["p_value"]
-    # The tails in closed form: chi-square with 2 degrees of freedom is exp(-x/2), the normal is erfc.
+    # The tails in closed form: chi-square with 2 degrees of freedom is exp(-x/2); the binomial's summed term by term.
     chi = t01["outcome_chi_square"]
+    assert chi["method"] == "chi-square"
     assert chi["p_value"] == pytest.approx(math.exp(-chi["statistic"] / 2), rel=1e-12)
     for test in ("banker_wins", "naturals", "player_pairs"):
-        z = t01[test]["statistic"]
-        assert t01[test]["p_value"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)), rel=1e-12)
+        row = t01[test]
+        assert row["method"] == "exact binomial"
+        assert row["p_value"] == pytest.approx(_binomial_two_sided(int(row["observed"]), row["rounds"], p[test]),
+                                               rel=1e-9)
+
+
+def _binomial_two_sided(k: int, n: int, p: float) -> float:
+    """Twice the smaller tail of Binomial(n, p) at k, at most 1, summed term by term in logarithms."""
+    def term(i: int) -> float:
+        return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                        + i * math.log(p) + (n - i) * math.log1p(-p))
+    return min(1.0, 2 * min(sum(term(i) for i in range(k + 1)), sum(term(i) for i in range(k, n + 1))))
+
+
+def test_honest_tables_small_and_large_are_not_flagged(tmp_path):
+    """An honest night of 3,000 tables of two rounds and four of 5,000: a table whose two rounds both hold
+    a Player pair (chance 0.56%, about 17 of them) is chance, not a flag. Exact tests, corrected over
+    every table, flag none; the small tables' outcomes are tested by the exact multinomial test."""
+    small = pl.read_parquet(generate.write(generate.generate(6000, seed=7, tables=3000), tmp_path / "small")["parquet"])
+    large = pl.read_parquet(generate.write(generate.generate(20000, seed=8, tables=4), tmp_path / "large")["parquet"])
+    large = large.with_columns(pl.col("round_id", "table_id", "shoe_id").map_batches(lambda c: "L" + c))
+    pl.concat([small, large]).write_parquet(tmp_path / "night.parquet")
+    result = run.audit(tmp_path / "night.parquet", tmp_path / "out", QUICK)
+    tables = pl.read_parquet(tmp_path / "out" / "fairness.parquet").filter(pl.col("level") == "table")
+    doubled = tables.filter((pl.col("test") == "player_pairs") & (pl.col("observed") == 2) & (pl.col("rounds") == 2))
+    assert doubled.height >= 5 and doubled["p_value"].min() > 0.01
+    assert result.summary["fairness"]["tables_flagged"] == [] and result.summary["findings"]["TABLE_STATS"] == 0
+    methods = dict(tables.filter(pl.col("test") == "outcome_chi_square").group_by("rounds").agg(
+        pl.col("method").unique()).iter_rows())
+    assert methods == {2: ["exact multinomial"], 5000: ["chi-square"]}
+
+
+def test_a_table_with_many_rows_quarantined_is_not_tested(tmp_path):
+    """A mapping that forgot that "x" means "not dealt" quarantines every round of T01 without a third
+    card: what is left of T01 holds no natural. Its tests say why they were not made, no finding accuses
+    it, and the summary, the terminal and the report say so; the other tables are tested as before."""
+    rounds = pl.read_parquet(generate.write(generate.generate(6000, seed=12, tables=4), tmp_path / "log")["parquet"])
+    unmarked = (pl.col("table_id") == "T01") & pl.col("player_card_3").is_null()
+    rounds.with_columns(player_card_3=pl.when(unmarked).then(pl.lit("x")).otherwise("player_card_3")) \
+        .write_csv(tmp_path / "unmarked.csv")
+    done = cli("audit", tmp_path / "unmarked.csv", "--out", tmp_path / "out", "--no-contract")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    share = rounds.filter(pl.col("table_id") == "T01").select(pl.col("player_card_3").is_null().mean()).item()
+    why = f"skipped: {round(share * 100, 1)}% of its rows quarantined"
+    assert summary["findings"]["TABLE_STATS"] == 0 and summary["fairness"]["tables_skipped"] == {"T01": why}
+    tables = pl.read_parquet(tmp_path / "out" / "fairness.parquet").filter(pl.col("level") == "table")
+    t01 = tables.filter(pl.col("group") == "T01")
+    assert t01["skipped"].unique().to_list() == [why] and t01["p_value"].is_null().all() and not t01["flagged"].any()
+    assert tables.filter(pl.col("group") != "T01")["skipped"].is_null().all()
+    assert f"Fairness of table T01 not tested ({why})" in done.stdout
+    assert f"Table T01 is not tested ({why})" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_recorded_outcomes_are_tested_beside_the_replayed_and_their_disagreement_said(clean_log, tmp_path):
@@ -176,8 +227,7 @@ def test_fairness_tests_a_chunk_of_shoes_at_a_time_are_those_of_all_at_once(faul
         assert_frame_equal(placed, placed.sort("group", "test"))
     assert_frame_equal(whole, chunked, check_exact=True)
     tables = whole.filter(pl.col("level") == "table")
-    assert [(t["group"], t["test"]) for t in result.summary["fairness"]["tables"]] == list(
-        tables.select("group", "test").iter_rows())
+    assert result.summary["fairness"]["tables_tested"] == tables["group"].n_unique() == 4
 
 
 def test_group_counts_do_not_depend_on_the_order_of_the_cells():
@@ -187,7 +237,7 @@ def test_group_counts_do_not_depend_on_the_order_of_the_cells():
 
     rng = random.Random(3)
     cells = pl.DataFrame([{"table_id": f"T0{t}", "shoe_id": f"T0{t}-S{s}", "profile": profile, "rounds": rounds,
-                           "recorded_rounds": rounds,
+                           "quarantined": 0, "recorded_rounds": rounds,
                            **{f"{stat}_observed": rng.randint(0, rounds // 2)
                               for stat in (*fairness.STATISTICS, *fairness.RECORDED)}}
                           for t in (1, 2) for s in range(40) for profile, rounds in

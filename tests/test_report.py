@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ASSETS
+from conftest import ASSETS, cli
 from baccarat_audit.engines import run
 from baccarat_audit.cli import app
 
@@ -186,7 +186,7 @@ def test_a_clean_verdict_names_what_was_not_checked(tmp_path):
     assert result.exit_code == 0 and len(skipped) >= 6
     assert verdict.startswith("Clean run: all 300 rounds were audited") and "and paid" not in verdict
     assert f"{len(result.summary['checks']) - len(skipped)} of {len(result.summary['checks'])} checks ran" in verdict
-    assert all(check in verdict for check in skipped) and "bets not audited (no bet log was given)" in verdict
+    assert all(check in verdict for check in skipped) and "SETTLEMENT (no bet log given)" in verdict
 
 
 def test_the_verdict_counts_rounds_and_bets_apart_and_names_unfair_tables(tmp_path):
@@ -240,3 +240,52 @@ def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_au
     assert summary["run_id"] in sign_off and summary["as_of"] in sign_off
     assert summary["run_by"]["host"] and summary["run_by"]["host"] in sign_off
     assert all(i["sha256"] in sign_off for i in summary["inputs"]) and "Reviewed by:" in sign_off
+
+
+def test_a_narrowed_run_says_what_it_kept_on_the_terminal_in_the_provenance_and_the_banner(tmp_path):
+    """`--table T01 --since ...` on the 2,000-round sample: no line reads as if the whole log was audited."""
+    out = tmp_path / "out"
+    done = cli("audit", DATA / "rounds.csv", "--out", out, "--table", "T01", "--since", "2026-11-01T19:00:00Z",
+               "--no-contract")
+    summary = json.loads((out / "summary.json").read_text())
+    kept = "table T01; dealt since 2026-11-01T19:00:00+00:00"
+    assert 0 < summary["rows_read"] < 500
+    assert done.stdout.startswith(f"{summary['rows_read']} rows selected ({kept}) of 2,000 rows in the log: ")
+    assert [(i["rows"], i["rows_selected"]) for i in summary["inputs"]] == [(2000, summary["rows_read"])]
+    page = (out / "report.html").read_text()
+    assert f"Narrowed to {kept}" in page and f"of {summary['rows_read']:,} selected ({kept})" in _verdict(out)
+    assert "the input contract (the run was told not to hold the log to it: --no-contract)" in _verdict(out)
+
+
+def test_without_a_bet_log_the_bet_checks_are_said_to_be_skipped_everywhere(tmp_path):
+    done = cli("audit", DATA / "rounds.csv", "--out", tmp_path, "--no-contract")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {code: summary["checks"][code] for code in ("SETTLEMENT", "DUPLICATE_BET")} == {
+        "SETTLEMENT": "skipped: no bet log given", "DUPLICATE_BET": "skipped: no bet log given"}
+    assert "  SETTLEMENT       skipped: no bet log given\n" in done.stdout
+    assert "DUPLICATE_BET (no bet log given)" in _verdict(tmp_path)
+    with_bets = cli("audit", DATA / "rounds.csv", "--bets", DATA / "bets.csv", "--out", tmp_path / "bets")
+    checks = json.loads((tmp_path / "bets" / "summary.json").read_text())["checks"]
+    assert checks["SETTLEMENT"] == checks["DUPLICATE_BET"] == "ran" and "skipped" not in with_bets.stdout
+
+
+def test_a_bet_log_of_another_night_is_said_to_be_one_and_its_settlement_no_verdict(tmp_path):
+    """The rounds of a 500-round night beside the bets of a 4,000-round one: most bets name no round of
+    the log, and the few whose ids are reused are settled against the wrong cards."""
+    from baccarat_audit import generate
+    tonight = generate.write(generate.generate(500, seed=21), tmp_path / "tonight")
+    other = generate.write(generate.generate(4000, seed=22, with_bets=True), tmp_path / "other")
+    done = cli("audit", tonight["csv"], "--bets", other["bets_csv"], "--out", tmp_path / "out", "--no-contract")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    unmatched = summary["bets_without_round"]
+    assert unmatched * 2 > summary["bets_read"] and unmatched <= summary["bets_quarantined"]
+    said = (f"{unmatched:,} of {summary['bets_read']:,} bets name a round that is not in the round log: the bet "
+            "log may be of another night or table, and its settlement is no verdict")
+    assert summary["bets_not_judged"] == said
+    assert f"Warning: {said}.\n" in done.stdout
+    verdict = _verdict(tmp_path / "out")
+    assert f"bets not judged: {said}" in verdict and "bets wrongly paid" not in verdict
+    same_night = generate.write(generate.generate(500, seed=21, with_bets=True), tmp_path / "same")
+    run.audit(same_night["csv"], tmp_path / "same_out", run.Options(validate=False, bets=same_night["bets_csv"]))
+    summary = json.loads((tmp_path / "same_out" / "summary.json").read_text())
+    assert summary["bets_without_round"] == 0 and "bets_not_judged" not in summary

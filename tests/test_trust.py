@@ -18,11 +18,12 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ASSETS, TOOL, cli
+from conftest import ASSETS, TOOL, cli, output
 from baccarat_audit.engines import run
 from baccarat_audit import generate
 
-DATA = Path(__file__).parent.parent / "data"
+ROOT = Path(__file__).parent.parent
+DATA = ROOT / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HEADER = "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3"
 ROUND = "R{},KS,9H,5D,QC,,"  # a natural 9 for Banker: nobody draws
@@ -104,6 +105,92 @@ def test_a_run_killed_outright_leaves_what_the_next_run_recognises_and_cleans(tm
     summary = json.loads((out / "summary.json").read_text())
     assert [entry["path"] for entry in summary["inputs"]] == [str(logs / "rounds.csv")]
     assert summary["rows_read"] == 200_000 and not list(out.glob(".audit-*"))
+
+
+def test_a_manifest_entry_that_leads_out_of_the_output_folder_is_never_followed(tmp_path):
+    """A log folder delivered by someone else and audited into itself: its manifest names a file
+    outside through `..`, beside an empty folder of an output's name, and through a link."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    logs = tmp_path / "delivered" / "logs"
+    small_log(logs)
+    (logs / "findings.parquet").mkdir()
+    (logs / "evidence.json").symlink_to(tmp_path, target_is_directory=True)
+    stamp = [victim.stat().st_size, victim.stat().st_mtime_ns]
+    forged = {"tool": "baccarat-audit", "files": {"findings.parquet/../../../victim.txt": stamp,
+                                                   "evidence.json/victim.txt": stamp, "/" + str(victim): stamp}}
+    (logs / ".baccarat-audit.json").write_text(json.dumps(forged))
+    done = cli("audit", logs / "rounds.csv", "--out", logs, "--no-contract")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert victim.read_text() == "keep me"
+    (logs / "evidence.json").unlink()
+    done = cli("audit", logs / "rounds.csv", "--out", logs, "--no-contract")
+    assert done.returncode == 2 and "findings.parquet: holds files not written by" in done.stderr, done.stderr
+    assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("command", ["audit", "report", "generate"])
+def test_a_link_at_a_temporary_name_is_not_written_through(tmp_path, command):
+    out = tmp_path / "out"
+    assert cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract").returncode == 1
+    if command == "generate":
+        out = tmp_path / "dealt"
+        small_log(out)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    for name in (".baccarat-audit.json.tmp", ".report.html.tmp"):
+        (out / name).symlink_to(outside)
+    args = {"audit": ["audit", DATA / "rounds.csv", "--out", out, "--no-contract"], "report": ["report", out],
+            "generate": ["generate", "--rounds", "30", "--out", out]}[command]
+    done = cli(*args)
+    assert done.returncode in (0, 1), done.stderr
+    assert outside.read_text() == "keep me"
+    assert (out / ".baccarat-audit.json.tmp").is_symlink() and (out / ".report.html.tmp").is_symlink()
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()]
+
+
+# Runs the audit in this process, killed outright (SIGKILL) at its `n`th move of a file into the output folder.
+KILLED_AT = """
+import os, signal, sys
+from baccarat_audit import owned
+from baccarat_audit.__main__ import main
+moved, replace, fatal = [0], os.replace, int(sys.argv[1])
+def dying(source, target):
+    if not str(target).endswith(".json") or "summary" in str(target):
+        moved[0] += 1
+        if moved[0] == fatal:
+            os.kill(os.getpid(), signal.SIGKILL)
+    replace(source, target)
+owned.os.replace = dying
+sys.argv = ["baccarat-audit", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("moves", [1, 3, 5])
+def test_a_run_killed_while_publishing_leaves_a_folder_the_next_run_recovers_by_itself(tmp_path, moves):
+    out = tmp_path / "out"
+    assert cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract").returncode == 1
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT, str(moves), "audit", DATA / "rounds.parquet",
+                             "--bets", DATA / "bets.parquet", "--out", out, "--no-contract"], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    done = cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract")
+    assert done.returncode == 1, done.stderr
+    manifest = json.loads((out / ".baccarat-audit.json").read_text())
+    assert sorted(manifest["files"]) == sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert all(len(stamp) == 2 and isinstance(stamp[0], int) for stamp in manifest["files"].values())
+
+
+def test_runs_into_one_output_folder_at_once_publish_whole_or_are_told_another_is_writing(tmp_path):
+    out = tmp_path / "out"
+    runs = [subprocess.Popen([*TOOL, "audit", DATA / "rounds.csv", "--out", out, "--no-contract", "--quiet"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    ended = [(running.wait(), running.stderr.read()) for running in runs]
+    assert all(code == 1 or (code == 2 and f"another audit is writing {out}" in said) for code, said in ended), ended
+    assert any(code == 1 for code, _ in ended)
+    done = cli("audit", DATA / "rounds.csv", "--out", out, "--no-contract")
+    assert done.returncode == 1, done.stderr
+    assert json.loads((out / "summary.json").read_text())["rows_read"] == 2000
 
 
 # -- Nothing in an input folder passes unseen ----------------------------------------------------------
@@ -388,6 +475,29 @@ def test_ids_that_differ_only_invisibly_are_duplicates_and_break_the_contract(tm
     assert sorted(invisible["examples"]) == ["R\u200b1", "R\ufeff2"]
 
 
+
+@pytest.mark.parametrize("form", ["csv", "parquet"])
+def test_explain_finds_the_copies_of_a_round_that_differ_only_invisibly(tmp_path, form):
+    """The audit flags R1 and R3 DUPLICATE_ROUND through their copies R\u200b1 and \uff13 (NFKC R3): explain
+    of either spelling shows every copy and says the audit flags them."""
+    rows = [ROUND.format(1), ROUND.format(2), ROUND.format("\u200b1"), ROUND.format("\uff13"), ROUND.format(3)]
+    log = tmp_path / f"ids.{form}"
+    text = "\n".join([HEADER, *rows]) + "\n"
+    if form == "csv":
+        log.write_text(text)
+    else:
+        pl.read_csv(io.StringIO(text), infer_schema=False).write_parquet(log, row_group_size=2)
+    for asked, places in (("R1", [1, 3]), ("R\u200b1", [1, 3]), ("R3", [4, 5]), ("R2", [2])):
+        done = cli("explain", log, asked, "--json")
+        explained = json.loads(done.stdout)
+        assert [e["source_row"] for e in explained] == places, (asked, done.stdout, done.stderr)
+        if len(places) > 1:
+            assert done.returncode == 1
+            assert all("DUPLICATE_ROUND" in e["copies"] and "differing only invisibly" in e["copies"]
+                       for e in explained)
+        else:
+            assert done.returncode == 0 and "copies" not in explained[0]
+
 # -- Fuzz: mutated logs, every case a documented exit and every row accounted for ----------------------
 
 def _base_log(folder: Path) -> dict[str, Path]:
@@ -444,9 +554,11 @@ def _run(args: list) -> tuple[int, str]:
 def test_a_mutated_log_is_audited_or_refused_never_a_failure(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("fuzz")
     base = _base_log(folder / "base")
-    fmt = data.draw(st.sampled_from(["csv", "parquet"]), label="format")
+    fmt = data.draw(st.sampled_from(["csv", "parquet", "jsonl"]), label="format")
     log = folder / f"rounds.{fmt}"
-    log.write_bytes(_mutated(base[fmt].read_bytes(), data))
+    if fmt == "jsonl":
+        pl.read_csv(base["csv"], infer_schema=False).write_ndjson(folder / "base.jsonl")
+    log.write_bytes(_mutated((folder / "base.jsonl" if fmt == "jsonl" else base[fmt]).read_bytes(), data))
     bets = folder / "bets.csv"
     bets.write_bytes(_mutated(base["bets_csv"].read_bytes(), data) if data.draw(st.booleans(), label="bets too")
                      else base["bets_csv"].read_bytes())
@@ -463,3 +575,100 @@ def test_a_mutated_log_is_audited_or_refused_never_a_failure(tmp_path_factory, d
         if entry["format"] == "csv":
             text = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
             assert entry["rows"] == len(list(csv.reader(io.StringIO(text, newline="")))) - 1, entry
+        elif entry["format"] == "json":  # a record a line
+            assert entry["rows"] == len(path.read_bytes().strip().splitlines()), entry
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_mutated_mapping_or_profile_is_used_or_refused_never_a_failure(tmp_path_factory, data):
+    """A mapping file (the nested JSON layout's) or a rules profile, mutated as a log is: the audit runs
+    with it or stops with one line naming what is wrong, exit 2."""
+    folder = tmp_path_factory.mktemp("fuzz")
+    kind = data.draw(st.sampled_from(["mapping", "profile"]), label="kind")
+    if kind == "mapping":
+        rules = folder / "nested.json"
+        rules.write_bytes(_mutated((ROOT / "schemas" / "mappings" / "nested-json.json").read_bytes(), data))
+        args = [DATA / "layouts" / "nested_rounds.jsonl", "--mapping", rules]
+    else:
+        rules = folder / "house.toml"
+        rules.write_bytes(_mutated((ROOT / "schemas" / "profiles" / "super-6.toml").read_bytes(), data))
+        args = [DATA / "rounds.csv", "--bets", DATA / "bets.csv", "--profile", rules]
+    code, printed = _run(["audit", *args, "--out", folder / "out", "--no-contract", "--quiet"])
+    assert code in (0, 1, 2) and "Traceback" not in printed and "the tool failed" not in printed, printed
+    if code == 2:
+        assert printed.startswith("error: ") and printed.count("\n") == 1, printed
+    else:
+        summary = json.loads((folder / "out" / "summary.json").read_text())
+        assert summary["rows_read"] == summary["rounds_audited"] + summary["rows_quarantined"]
+
+
+# -- Exit 2 or a verdict on input, never the tool's own failure ----------------------------------------
+
+@pytest.mark.parametrize("bounds", [["--until", "9999-12-31"], ["--since", "0001-01-01"],
+                                    ["--since", "0001-01-01", "--until", "9999-12-31T23:59:59-05:00"],
+                                    ["--as-of", "9999-12-31T23:59:59-05:00"]])
+@pytest.mark.parametrize("stored", ["text", "timestamp"])
+def test_an_open_ended_bound_is_taken_as_no_bound(tmp_path, bounds, stored):
+    """A scheduler's idiom for "no bound": every round is audited, as without it."""
+    log = tmp_path / "rounds.parquet"
+    rounds = pl.read_parquet(DATA / "rounds.parquet")
+    if stored == "timestamp":
+        rounds = rounds.with_columns(pl.col("dealt_at").str.to_datetime(time_zone="UTC", time_unit="ns"))
+    rounds.write_parquet(log)
+    done = cli("audit", log, "--out", tmp_path / "out", "--no-contract", *bounds)
+    assert done.returncode == 1, done.stderr
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["rows_read"] == 2000
+
+
+def test_a_dealt_at_beyond_the_years_a_date_holds_is_unreadable_not_a_failure(tmp_path):
+    log = tmp_path / "years.csv"
+    text = (DATA / "rounds.csv").read_text().splitlines()[:4]
+    text[1] = text[1].replace("2026-11-01T18:00:00Z", "0000-01-01T00:00:00Z")
+    text[2] = text[2].replace("2026-11-01T18:00:50Z", "10000-01-01T00:00:00Z")
+    log.write_text("\n".join(text) + "\n")
+    done = cli("audit", log, "--out", tmp_path / "out")
+    assert done.returncode == 1, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["period"] == {"first_dealt_at": "2026-11-01T18:01:40Z", "last_dealt_at": "2026-11-01T18:01:40Z"}
+    (between,) = [e for e in summary["contract"]["rounds"]["expectations"]
+                  if e["type"] == "expect_column_values_to_be_between" and "skipped" not in e]
+    assert between["unexpected_count"] == 2 and between["examples"] == ["unreadable", "unreadable"]
+    validated = cli("validate", log)
+    assert validated.returncode == 1 and "dealt_at       NOT MET: 2 unexpected" in validated.stdout, validated.stderr
+
+
+def test_a_parquet_timestamp_in_a_fixed_offset_zone_is_read_as_its_instant(tmp_path):
+    """pandas writes a `datetime.timezone` zone as "+05:30", which polars cannot parse: in dealt_at, and in
+    a column the audit does not read, the log is audited as the same instants in UTC."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rounds = pl.read_parquet(DATA / "rounds.parquet").with_columns(
+        pl.col("dealt_at").str.to_datetime(time_zone="UTC")).to_arrow()
+    at = rounds.schema.get_field_index("dealt_at")
+    offset = pa.timestamp("us", tz="+05:30")
+    shifted = rounds.set_column(at, pa.field("dealt_at", offset), rounds["dealt_at"].cast(offset))
+    pq.write_table(shifted.append_column(pa.field("logged", pa.struct([("at", offset)])),
+                                         pa.array([{"at": None}] * shifted.num_rows, pa.struct([("at", offset)]))),
+                   tmp_path / "offset.parquet", row_group_size=700)
+    done = cli("audit", tmp_path / "offset.parquet", "--out", tmp_path / "out", "--no-contract")
+    assert done.returncode == 1, done.stderr
+    cli("audit", DATA / "rounds.parquet", "--out", tmp_path / "utc", "--no-contract")
+    assert output(tmp_path / "out" / "findings.parquet").drop("source_file").equals(
+        output(tmp_path / "utc" / "findings.parquet").drop("source_file"))
+    summaries = [json.loads((tmp_path / name / "summary.json").read_text()) for name in ("out", "utc")]
+    assert summaries[0]["period"] == summaries[1]["period"]
+
+
+def test_input_nested_thousands_deep_is_one_line_and_exit_2(tmp_path):
+    deep = "[" * 2000 + "]" * 2000
+    (tmp_path / "deep.jsonl").write_text('{"round_id": "R1", "extra": ' + deep + "}\n")
+    (tmp_path / "deep.json").write_text('{"name": "deep", "columns": ' + '{"a": ' * 2000 + "1" + "}" * 2001)
+    (tmp_path / "deep.toml").write_text(f'base = "standard"\nx = {deep}\n')
+    for args, said in ((["audit", tmp_path / "deep.jsonl"], "deep.jsonl: line 1 is nested too deeply"),
+                       (["audit", DATA / "rounds.csv", "--mapping", tmp_path / "deep.json"],
+                        "deep.json: not a valid mapping file (nested too deeply)"),
+                       (["audit", DATA / "rounds.csv", "--profile", tmp_path / "deep.toml"],
+                        "deep.toml: not a rules profile (nested too deeply)")):
+        done = cli(*args, "--out", tmp_path / "out")
+        assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from ..inputs import ingest
+from ..rules import cards
 from .. import owned, stops, tuning
 from ..engines import parts
 from ..errors import InputError
@@ -131,11 +132,21 @@ def html_safe(text: pl.Expr) -> pl.Expr:
         text.str.replace_many(list(_ENTITIES), list(_ENTITIES.values()))).otherwise(text)
 
 
-def expectations_of(contract_name: str, present: set[str], window: Window) -> tuple[list, dict[int, str]]:
-    """The suite's expectations that can run on this log, and why each of the others is skipped."""
+CARD_KINDS = ("card", "third_card")
+
+
+def expectations_of(contract_name: str, present: set[str], window: Window, notation: str = "cards"
+                    ) -> tuple[list, dict[int, str]]:
+    """The suite's expectations that can run on this log, and why each of the others is skipped. The
+    suite states cards as cards; a log whose mapping declares another notation (points) has its card
+    columns held to that notation's spellings (`cards.NOTATIONS`) instead."""
     runnable, skipped = [], {}
     for index, expectation in enumerate(ingest.contract(contract_name)["expectations"]):
         column = column_of(expectation)
+        if (notation != "cards" and expectation["type"] == "expect_column_values_to_be_in_set"
+                and _kind(contract_name, column) in CARD_KINDS):
+            expectation = expectation | {"kwargs": expectation["kwargs"] | {
+                "value_set": sorted(cards.NOTATIONS[notation])}}
         parameters = [v["$PARAMETER"] for v in expectation["kwargs"].values() if isinstance(v, dict)]
         if column is not None and column not in present:
             skipped[index] = f"skipped: the log has no {column} column"
@@ -161,6 +172,7 @@ class Subject:
     present: frozenset[str]
     pieces: list[pl.LazyFrame]
     rows: int
+    notation: str = "cards"  # how its cards are written (`cards.NOTATIONS`), as its mapping says
 
 
 class _Runs:
@@ -284,7 +296,7 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     for subject in subjects:
         name = subject.contract_name
         views = [view(piece, subject.present, name) for piece in subject.pieces]
-        runnable, skipped = expectations_of(name, set(views[0].collect_schema().names()), window)
+        runnable, skipped = expectations_of(name, set(views[0].collect_schema().names()), window, subject.notation)
         single = [(index, e) for index, e in runnable if not is_unique(e)]
         if single:
             run, first = runs.suite(name, name, single), 1
@@ -301,15 +313,15 @@ def validate(subjects: list[Subject], scratch: Path, window: Window = Window(),
     return results
 
 
-def validate_on_spark(views: dict[str, object], window: Window = Window(), docs_dir: Path | None = None
-                      ) -> dict[str, dict]:
+def validate_on_spark(views: dict[str, object], window: Window = Window(), docs_dir: Path | None = None,
+                      notation: str = "cards") -> dict[str, dict]:
     """Run each contract's suite, in one run, on its `view` as a Spark DataFrame (contract name ->
     view, set-valued columns as text): Spark holds the log, so nothing needs cutting. Returns what
     `validate` returns."""
     runs = _Runs(window, on_spark=True)
     results = {}
     for name, data in views.items():
-        runnable, skipped = expectations_of(name, set(data.columns), window)
+        runnable, skipped = expectations_of(name, set(data.columns), window, notation)
         if runnable:
             runs.suite(name, name, runnable)(data, "whole log")
         results[name] = runs.result(name, skipped)
@@ -403,10 +415,12 @@ def staged_docs(target: Path | None) -> Iterator[Path | None]:
         raise InputError(f"{target}: is the working folder (or holds it), which a run would replace; give another")
     if target.exists() and not target.is_dir():
         raise InputError(f"{target}: is a file, not a folder for the Data Docs")
-    owned.claim(target.parent, [target.name])
-    with stops.run_folder(target.parent, f".{target.name}-", f"{target}: cannot write the Data Docs here") as staging:
-        (staging / target.name).mkdir()
-        yield staging / target.name
+    with owned.locked(target.parent, f"{target}: cannot write the Data Docs here"):
+        owned.claim(target.parent, [target.name])
+        with stops.run_folder(target.parent, f".{target.name}-", f"{target}: cannot write the Data Docs here"
+                              ) as staging:
+            (staging / target.name).mkdir()
+            yield staging / target.name
 
 
 def publish_docs(staging: Path, target: Path, exit_code: int) -> None:

@@ -19,7 +19,7 @@ import polars as pl
 from ..inputs import ingest
 from ..rules import cards
 from ..inputs.ids import outside_ascii
-from .contract import (EXAMPLES, SET_KINDS, Subject, Window, amount_value, as_read, column_of, expectations_of,
+from .contract import (CARD_KINDS, EXAMPLES, SET_KINDS, Subject, Window, amount_value, as_read, column_of, expectations_of,
                        is_unique, set_value, view)
 from ..outputs.shown import kept_short
 
@@ -91,9 +91,9 @@ def evaluate(subjects: list[Subject], window: Window = Window(),
     for subject in subjects:
         name = subject.contract_name
         present = set(view(subject.pieces[0], subject.present, name).collect_schema().names())
-        runnable, skipped = expectations_of(name, present, window)
+        runnable, skipped = expectations_of(name, present, window, subject.notation)
         outcomes = {}
-        single = Singles.of(name, subject.present, window)
+        single = Singles.of(name, subject.present, window, notation=subject.notation)
         on_the_way = (counted or {}).get(name, Counted(None, {}))
         if single.flags:
             pieces = on_the_way.singles
@@ -140,12 +140,14 @@ class Singles:
     nulls_flagged: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, contract_name: str, present: frozenset[str], window: Window, parsed_cards: bool = False) -> Singles:
+    def of(cls, contract_name: str, present: frozenset[str], window: Window, parsed_cards: bool = False,
+           notation: str = "cards") -> Singles:
         """`parsed_cards`: the pieces counted are the audit's, prepared (`engines.run.prepared`) from a
-        log in card notation, each card column beside its code (`ingest.code_column`)."""
+        log in card notation, each card column beside its code (`ingest.code_column`); `notation`, how
+        the log writes its cards (`contract.expectations_of`)."""
         shaped = set(view(pl.LazyFrame(schema=dict.fromkeys(present, pl.String)), present, contract_name)
                      .collect_schema().names())
-        runnable, _ = expectations_of(contract_name, shaped, window)
+        runnable, _ = expectations_of(contract_name, shaped, window, notation)
         runnable_by = dict(runnable)
         flags, columns = {}, {}
         for index, expectation in runnable:
@@ -163,7 +165,7 @@ class Singles:
         for i, c in sorted(columns.items(), key=lambda item: item[1]):
             if kinds[c] in BY_VALUE:
                 by_value.setdefault(c, []).append(i)
-        parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in _CARD_KINDS
+        parsed = {c: ingest.code_column(c) for c in by_value if parsed_cards and kinds[c] in CARD_KINDS
                   and all(_expects_every_card(runnable_by[i]) for i in by_value[c])}
         nulls_flagged = frozenset(c for c, flagged in by_value.items() if any(
             runnable_by[i]["type"] == "expect_column_values_to_not_be_null" for i in flagged))
@@ -209,9 +211,6 @@ class Singles:
             results[index] = {"success": unexpected == 0, "unexpected_count": unexpected, "element_count": rows,
                               "examples": kept_short(as_read(examples, kinds[column]["kind"]))}
         return results
-
-
-_CARD_KINDS = ("card", "third_card")
 
 
 @cache

@@ -2,22 +2,29 @@
 
 Observed counts come from the replay (the cards as dealt), grouped by polars. Each round's expected
 probabilities come from the exact enumeration of its profile's shoe (`pipeline.odds`), so a group that
-mixes deck counts is still compared fairly: the expected count is the sum of its rounds' probabilities
-and the variance the sum of p(1 - p). Per group: a z-score and two-sided normal p-value for Banker
-wins, Player wins, Ties, naturals, Player pairs and Banker pairs, and a chi-square test (2 degrees of
-freedom) of the Banker/Player/Tie distribution.
+mixes deck counts is still compared fairly: the expected count is the sum of its rounds' probabilities.
+Per group and statistic (Banker wins, Player wins, Ties, naturals, Player pairs, Banker pairs): a z-score
+for the eye, and the p-value of an exact two-sided binomial test (twice the smaller tail, at the group's
+mean chance). The Banker/Player/Tie distribution is tested by the chi-square test (2 degrees of freedom)
+where every expected count is at least MIN_EXPECTED, and by the exact multinomial test where one is
+not: the normal and chi-square approximations do not hold on a few rounds, and flagged honest tables.
 
 Tables are tested together, so their p-values are corrected with Benjamini-Hochberg (false discovery
-rate) over every table-level test (the chi-square and the natural and pair z-tests); a table is flagged
+rate) over every table-level test (the chi-square and the natural and pair tests); a table is flagged
 TABLE_STATS when its smallest corrected p-value is below the threshold. Dealer and shoe rows are
 descriptive: they are reported, never flagged.
+
+A group more than MAX_QUARANTINED of whose rows were quarantined is not tested: the rows left may not
+stand for the whole (a mapping that quarantined every round with a third card leaves no natural out),
+and its rows say why in `skipped`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 
-
+import numpy as np
 import polars as pl
 
 from ..rules import exact_odds
@@ -36,6 +43,8 @@ LEVELS = ("table_id", "dealer_id", "shoe_id")
 FLAGGED_TESTS = ("outcome_chi_square", "naturals", "player_pairs", "banker_pairs")
 RANKED = ("player_pairs", "banker_pairs")  # the tests that need the cards' ranks: not made on points only
 DEFAULT_THRESHOLD = 0.001
+MIN_EXPECTED = 5  # the chi-square's rule of thumb: below it in any outcome, the exact multinomial test
+MAX_QUARANTINED = 0.01  # a group with a larger share of its rows quarantined is not tested
 MEANING = "A table's outcome frequencies are further from the exact expectation than chance allows."
 
 
@@ -55,8 +64,10 @@ def probabilities(decks: int) -> dict[str, float]:
     }
 
 
-def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
-    """The one pass over the rounds: per (table, dealer, shoe, profile) cell, rounds and observed counts."""
+def observed_counts(prepared: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
+    """The one pass over the rounds: per (table, dealer, shoe, profile) cell, rounds replayed, rows
+    quarantined (`reject`; their profile left out, as it may be no profile) and observed counts."""
+    replayed = pl.col("reject").is_null()
     rank = {hand: [pl.col(f"{hand}_code_{i}") // 8 for i in (1, 2)] for hand in ("player", "banker")}
     observed = {
         "banker_wins": pl.col("result") == "BANKER",
@@ -71,12 +82,15 @@ def observed_counts(replayed: pl.LazyFrame, levels: list[str]) -> pl.LazyFrame:
     recorded = pl.col("recorded_result")
     observed |= {"recorded_banker_wins": recorded == "BANKER", "recorded_player_wins": recorded == "PLAYER",
                  "recorded_ties": recorded == "TIE"}
-    flags = {"recorded_rounds": recorded.is_not_null(), **{f"{name}_observed": flag for name, flag in observed.items()}}
+    flags = {"replayed": replayed, "recorded_rounds": replayed & recorded.is_not_null(),
+             **{f"{name}_observed": replayed & flag for name, flag in observed.items()}}
     # The flags made before the grouping, then summed as columns: an expression summed per group is
     # worked group by group, and a piece has thousands of shoes (docs/performance.md).
-    return (replayed.with_columns(recorded_result=recorded_outcome(pl.col("outcome")))
+    return (prepared.with_columns(recorded_result=recorded_outcome(pl.col("outcome")),
+                                  profile=pl.when(replayed).then(pl.col("profile")))
             .select(*levels, "profile", **flags).group_by(*levels, "profile").agg(
-                pl.len().alias("rounds"), *(pl.col(name).sum() for name in flags)))
+                pl.col("replayed").sum().alias("rounds"), (~pl.col("replayed")).sum().alias("quarantined"),
+                *(pl.col(name).sum() for name in flags if name != "replayed")))
 
 
 def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str]) -> pl.DataFrame:
@@ -98,9 +112,9 @@ def group_counts(cells: pl.DataFrame, decks_of: dict[str, int], levels: list[str
     frames = []
     for level in levels:
         per_profile = (cells.filter(pl.col(level).is_not_null()).group_by(level, "profile")
-                       .agg(pl.col("rounds", "recorded_rounds", *(f"{s}_observed" for s in counted)).sum())
+                       .agg(pl.col("rounds", "quarantined", "recorded_rounds", *(f"{s}_observed" for s in counted)).sum())
                        .join(chances, on="profile", how="left").sort(level, "profile"))
-        aggregates = [pl.col("rounds").sum(), pl.col("recorded_rounds").sum()]
+        aggregates = [pl.col("rounds").sum(), pl.col("quarantined").sum(), pl.col("recorded_rounds").sum()]
         for s in counted:
             p, n = pl.col(f"p_{s}"), pl.col("recorded_rounds" if s in RECORDED else "rounds")
             aggregates += [pl.col(f"{s}_observed").sum(), (n * p).sum().alias(f"{s}_expected"),
@@ -117,56 +131,128 @@ _TEST_RANK = {name: i for i, name in enumerate(sorted([*STATISTICS, "outcome_chi
 
 def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()
                ) -> pl.DataFrame:
-    """One row per (level, group, test): observed, expected, z or chi-square, p-value, BH-corrected p;
-    none for the statistics `skipped` (RANKED, of a log of card points).
+    """One row per (level, group, test): observed, expected, z or chi-square, the test's method, p-value,
+    BH-corrected p; none for the statistics `skipped` (RANKED, of a log of card points). A group with
+    too many rows quarantined (MAX_QUARANTINED) has its rows, without a p-value, and `skipped` says why.
 
     `counts` is `group_counts` of one level: one row per group, in order. Tail probabilities are
     computed on whole columns.
     """
     # The tails straight from scipy.special (what scipy.stats calls underneath): same values, and a
     # quarter of a second to import instead of a second and a half.
-    from scipy.special import chdtrc, ndtr
+    from scipy.special import chdtrc
 
     # The rows put in the order of group and test by numbers, not by their texts: each group's place
     # in `counts` and each test's among the tests' names sorted (`_TEST_RANK`).
     counts = counts.with_row_index("at")
     place = ["level", "group", "at"]
     rank = {name: pl.lit(i, pl.UInt8) for name, i in _TEST_RANK.items()}
+    share = pl.col("quarantined") / (pl.col("quarantined") + pl.col("rounds"))
+    untested = pl.when(share > MAX_QUARANTINED).then(
+        pl.format("skipped: {}% of its rows quarantined", (share * 100).round(1)))
     per_test = []
     for tests, outcomes, rounds, chi_square_test in ((STATISTICS, OUTCOMES, "rounds", "outcome_chi_square"),
                                                      (RECORDED, RECORDED, "recorded_rounds", RECORDED_TEST)):
         of = counts.filter(pl.col(rounds) > 0)  # a log without recorded outcomes has no recorded tests
+        n = of[rounds].to_numpy()
         for s in (s for s in tests if s not in skipped):
             observed, expected, variance = (pl.col(f"{s}_{k}") for k in ("observed", "expected", "variance"))
             per_test.append(of.select(
                 *place, pl.col(rounds).alias("rounds"), test=pl.lit(s), rank=rank[s],
                 observed=observed.cast(pl.Float64),
                 expected=expected,
-                statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0)))
+                statistic=pl.when(variance > 0).then((observed - expected) / variance.sqrt()).otherwise(0.0),
+                method=pl.lit("exact binomial"),
+                p_value=pl.Series(_binomial_two_sided(of[f"{s}_observed"].to_numpy(), n,
+                                                      of[f"{s}_expected"].to_numpy() / n)),
+                skipped=untested))
         chi_square = pl.sum_horizontal(
             pl.when(pl.col(f"{s}_expected") > 0)
             .then((pl.col(f"{s}_observed") - pl.col(f"{s}_expected")) ** 2 / pl.col(f"{s}_expected"))
             .otherwise(0.0)
             for s in outcomes)
-        per_test.append(of.select(*place, pl.col(rounds).alias("rounds"), test=pl.lit(chi_square_test),
-                                  rank=rank[chi_square_test],
-                                  observed=pl.lit(None, pl.Float64), expected=pl.lit(None, pl.Float64),
-                                  statistic=chi_square))
-    table = pl.concat(per_test).cast({"rounds": pl.UInt32})
-    z = table["statistic"].to_numpy()
-    two_sided = 2 * ndtr(-abs(z))  # normal survival function, both tails
-    tail = chdtrc(2, z)  # chi-square survival function, 2 degrees of freedom
-    table = table.with_columns(p_value=pl.when(pl.col("test").str.ends_with("chi_square"))
-                               .then(pl.Series(tail)).otherwise(pl.Series(two_sided)))
+        # Exact where the chi-square does not hold; its table of splits grows as the square of the rounds.
+        small = (pl.min_horizontal(pl.col(f"{s}_expected") for s in outcomes) < MIN_EXPECTED) & (pl.col(rounds) <= 1000)
+        tested = of.select(*place, pl.col(rounds).alias("rounds"), test=pl.lit(chi_square_test),
+                           rank=rank[chi_square_test],
+                           observed=pl.lit(None, pl.Float64), expected=pl.lit(None, pl.Float64),
+                           statistic=chi_square, small=small, skipped=untested)
+        exact = _multinomial(of.filter(small), outcomes, rounds)
+        per_test.append(tested.with_columns(
+            method=pl.when(pl.col("small")).then(pl.lit("exact multinomial")).otherwise(pl.lit("chi-square")),
+            p_value=pl.when(pl.col("small")).then(pl.Series(_spread(exact, of.select(small).to_series().to_numpy())))
+            .otherwise(pl.Series(chdtrc(2, tested["statistic"].to_numpy()))))
+            .select(per_test[-1].columns))
+    table = (pl.concat(per_test).cast({"rounds": pl.UInt32})
+             .with_columns(p_value=pl.when(pl.col("skipped").is_null()).then("p_value")))
     table = table.sort("at", "rank", maintain_order=True).drop("at", "rank").with_row_index("row")
     adjusted = []
     for corrected_together in (FLAGGED_TESTS, (RECORDED_TEST,)):  # the replay's tests, the records' apart
-        tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(corrected_together))
+        tested = table.filter((pl.col("level") == "table") & pl.col("test").is_in(corrected_together)
+                              & pl.col("p_value").is_not_null())
         adjusted.append(pl.DataFrame({"row": tested["row"],
                                       "p_adjusted": benjamini_hochberg(tested["p_value"].to_list())},
                                      schema={"row": pl.UInt32, "p_adjusted": pl.Float64}))
     return (table.join(pl.concat(adjusted), on="row", how="left", maintain_order="left").drop("row")
-            .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False)))
+            .with_columns(flagged=(pl.col("p_adjusted") < threshold).fill_null(False))
+            .select(pl.exclude("skipped"), "skipped"))
+
+
+def _binomial_two_sided(observed: np.ndarray, n: np.ndarray, chance: np.ndarray) -> np.ndarray:
+    """The exact two-sided binomial p-value of each `observed` count of `n` trials at `chance`: twice
+    the smaller tail, at most 1."""
+    from scipy.special import bdtr, bdtrc
+
+    k, n = observed.astype(np.int64), n.astype(np.int64)
+    chance = np.clip(chance, 0.0, 1.0)
+    below = bdtr(k, n, chance)  # P(X <= k)
+    above = np.where(k > 0, bdtrc(np.maximum(k - 1, 0), n, chance), 1.0)  # P(X >= k)
+    return np.minimum(1.0, 2 * np.minimum(below, above))
+
+
+def _multinomial(groups: pl.DataFrame, outcomes: tuple[str, ...], rounds: str) -> np.ndarray:
+    """The exact multinomial p-value of each group's outcome counts (the chance of every split of its
+    rounds no likelier than the one observed), at the group's mean chances: for groups of few rounds,
+    where the chi-square does not hold. Groups of one size and chances share one table of splits."""
+    keys = groups.select(pl.col(rounds).cast(pl.Int64).alias("n"),
+                         *(pl.col(f"{s}_expected") / pl.col(rounds) for s in outcomes[:2]),
+                         *(pl.col(f"{s}_observed").cast(pl.Int64) for s in outcomes[:2]))
+    found = np.empty(groups.height)
+    for n, first, second, at in keys.with_row_index("at").group_by(
+            "n", *(f"{s}_expected" for s in outcomes[:2]), maintain_order=True).agg("at").iter_rows():
+        table = _splits(n, first, second)
+        chosen = keys[at]
+        found[at] = table[chosen[f"{outcomes[0]}_observed"].to_numpy(),
+                                     chosen[f"{outcomes[1]}_observed"].to_numpy()]
+    return found
+
+
+@cache
+def _splits(n: int, first: float, second: float) -> np.ndarray:
+    """For n rounds at chances (first, second, the rest), the exact multinomial p-value of every split
+    (a, b, n - a - b), indexed [a, b]."""
+    from scipy.special import gammaln
+
+    a, b = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    c = n - a - b
+    possible = c >= 0
+    rest = max(0.0, 1.0 - first - second)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_p = (gammaln(n + 1) - gammaln(a + 1) - gammaln(b + 1) - gammaln(np.maximum(c, 0) + 1)
+                 + a * np.log(first) + b * np.log(second) + np.maximum(c, 0) * np.log(rest))
+    chance = np.where(possible, np.exp(np.nan_to_num(log_p, nan=-np.inf)), 0.0)
+    ordered = np.sort(chance[possible])
+    cumulative = np.cumsum(ordered)
+    # No likelier than observed, allowing for rounding in the chances' sums.
+    at = np.searchsorted(ordered, chance * (1 + 1e-9), side="right")
+    return np.where(possible, np.minimum(1.0, cumulative[np.maximum(at - 1, 0)]), np.nan)
+
+
+def _spread(values: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """`values` placed at the true places of `where`, NaN elsewhere."""
+    out = np.full(where.shape, np.nan)
+    out[where] = values
+    return out
 
 
 def statistics_by_chunk(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipped: tuple[str, ...] = ()

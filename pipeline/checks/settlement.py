@@ -151,7 +151,7 @@ def rounded(e12: pl.Expr) -> pl.Expr:
 #: What the outputs (findings, quarantine, counts) need of a settled bet. Its `rule` is its pay
 #: table's (`pay_table`); a void bet's is written only where it is found (`bet_findings`).
 SETTLED = (*BET_COLUMNS, "table_id", "shoe_id", "hand_no", "dealt_at", "rule", "profile", "reject",
-           "expected_e12", "paid_e12", "void")
+           "expected_e12", "paid_e12", "void", "unmatched")
 
 
 def settle(bet_rows: pl.LazyFrame, rounds: pl.LazyFrame, quarantined_rounds: pl.Series,
@@ -214,6 +214,8 @@ def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: 
         expected_e12=pl.when(void).then(pl.col("stake_e4").cast(pl.Int128) * E8)
         .otherwise(rounded(pl.col("stake_e4").cast(pl.Int128) * pl.col("per_unit_e8"))),
         paid_e12=pl.col("paid_e4").cast(pl.Int128) * E8,
+        # Its round is nowhere in the round log: most bets so is a bet log of another night.
+        unmatched=round_id.is_not_null() & pl.col("copies").is_null() & ~pl.col("round_rejected").fill_null(False),
     ).select(SETTLED)
 
 
@@ -271,6 +273,7 @@ def bet_counts(settled: pl.LazyFrame) -> pl.LazyFrame:
         bets_read=pl.len().cast(pl.Int64),
         bets_quarantined=rejected.sum().cast(pl.Int64),
         bets_flagged=wrong.sum().cast(pl.Int64),
+        bets_without_round=pl.col("unmatched").sum().cast(pl.Int64),
         overpaid_e12=pl.when(wrong).then(pl.col("paid_e12") - pl.col("expected_e12")).clip(lower_bound=0).sum(),
         underpaid_e12=pl.when(wrong).then(pl.col("expected_e12") - pl.col("paid_e12")).clip(lower_bound=0).sum(),
     )
@@ -295,7 +298,7 @@ def bet_totals(counts: pl.DataFrame) -> dict[str, pl.DataFrame]:
     money = ["overpaid_e12", "underpaid_e12"]
     per_file = counts.group_by("source_file").agg(rows=pl.col("bets_read").sum())
     return {"bets_per_file": per_file,
-            "bets": counts.select(pl.col("bets_read", "bets_quarantined", "bets_flagged").sum()),
+            "bets": counts.select(pl.col("bets_read", "bets_quarantined", "bets_flagged", "bets_without_round").sum()),
             "money": counts.group_by("currency").agg(pl.col(money).sum()).sort("currency", nulls_last=True)}
 
 

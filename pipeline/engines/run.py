@@ -18,7 +18,7 @@ import hashlib
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import copy_context
 from functools import partial
 from dataclasses import dataclass, field, replace
@@ -219,7 +219,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
     for folder in (STAGED, "findings.rounds", "quarantine.pieces", *([CELLS] if levels else [])):
         (staging / folder).mkdir()
-    singles = (expectations.Singles.of("round_log", log.columns, options.window, parsed_cards=log.notation == "cards")
+    singles = (expectations.Singles.of("round_log", log.columns, options.window, parsed_cards=log.notation == "cards",
+                                       notation=log.notation)
                if options.validate else None)
     in_log_order = None
     if options.across_rounds:
@@ -301,7 +302,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
                "profiles": frame.lazy().filter(pl.col("malformed").is_null()).select(pl.col("profile").unique())}
     if read.levels:
-        queries["fairness"] = fairness.observed_counts(replayable, read.levels)
+        queries["fairness"] = fairness.observed_counts(frame.lazy(), read.levels)
     done = dict(zip(queries, ingest.collect(log.path, list(queries.values()))))
     # Rechunked: pl.format panicked on the chunks of a streamed result (pola-rs/polars#25339).
     done["findings"] = round_findings(done["flagged"].rechunk().lazy(), PER_ROUND).collect()
@@ -410,10 +411,25 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     return counted, on_the_way
 
 
+def kinds_to_fail_on(kinds: str | Iterable[str], named: str) -> frozenset[str]:
+    """What makes exit code 1: text of kinds separated by commas (`--fail-on`), or a list of kinds (the
+    Python API, where an empty list fails on nothing). An InputError naming `named` for a kind not in
+    `FAIL_ON`, and for text naming none: a job's unset variable (`--fail-on "$KINDS"`) would pass every night."""
+    if isinstance(kinds, str):
+        found = [kind.strip() for kind in kinds.split(",") if kind.strip()]
+        known = bool(found)
+    else:
+        found = list(kinds) if isinstance(kinds, Iterable) else [kinds]
+        known = True
+    if not known or not all(isinstance(kind, str) and kind in FAIL_ON for kind in found):
+        raise InputError(f"{named} {kinds!r}: expected some of {', '.join(FAIL_ON)}")
+    return frozenset(found)
+
+
 def audit(rounds: Path | str | list, out_dir: Path, options: Options = Options()) -> Result:
     """Audit a round log (a file, a directory, a glob or a list: see `discover.expand`) into `out_dir`."""
     try:
-        with tuning.using(options.tuning):
+        with tuning.using(options.tuning), locked(Path(out_dir)):
             return _audit(rounds, Path(out_dir), options)
     except OutputError as error:
         raise InputError(f"{out_dir}: an output cannot be written ({error})") from None
@@ -462,7 +478,8 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         if options.validate:
             options.on_phase("input contract")
             subjects = [contract.Subject("round_log", log.path, log.columns,
-                                         list(log.pieces(tuning.current().piece_rows)), summary["rows_read"])]
+                                         list(log.pieces(tuning.current().piece_rows)), summary["rows_read"],
+                                         log.notation)]
             if bet_log is not None:
                 subjects.append(contract.Subject("bet_log", bet_log.path, bet_log.columns, bet_pieces,
                                                  summary["bets_read"]))
@@ -477,6 +494,13 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
         publish(staging, out_dir, summary["exit_code"])
     return Result(summary, out_dir)
+
+
+def locked(out_dir: Path) -> AbstractContextManager:
+    """`out_dir` held for this run alone (`owned.locked`); an InputError when it is a file."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: is a file, not an output directory")
+    return owned.locked(out_dir, f"{out_dir}: cannot write the output directory")
 
 
 @contextmanager
@@ -536,7 +560,7 @@ def fairness_tests(cells: pl.LazyFrame | None, options: Options, staging: Path, 
     if cells is None:
         return None
     levels = sorted((c for c in fairness.LEVELS if c in cells.collect_schema()), key=lambda c: (c == "table_id", c))
-    named = cells.select(pl.col("profile").unique()).collect()["profile"]
+    named = cells.select(pl.col("profile").unique().drop_nulls()).collect()["profile"]
     decks_of = integrity.decks_of(named.to_list())
     skipped = () if ranked else fairness.RANKED
     parts_of_shoes = -(-cells.select(pl.len()).collect().item() // tuning.current().cells_per_part)

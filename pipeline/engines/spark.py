@@ -102,7 +102,7 @@ def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[
                "findings": round_findings(_replayable(rounds), PER_ROUND),
                "quarantine": run.quarantined(rounds)}
     if levels:
-        outputs["cells"] = fairness.observed_counts(_replayable(rounds), levels)
+        outputs["cells"] = fairness.observed_counts(rounds, levels)
     return outputs
 
 
@@ -412,7 +412,7 @@ def audit(rounds, out_dir: Path, options: run.Options = run.Options(),
           master: str = "local[2]") -> run.Result:
     """Audit a round log on Spark into `out_dir`, as `run.audit` does with the same options (the
     progress display aside), and return what it returns: summary.json as written, and where."""
-    with tuning.using(options.tuning):
+    with tuning.using(options.tuning), run.locked(Path(out_dir)):
         return run.Result(_audit(rounds, out_dir, options, master), Path(out_dir))
 
 
@@ -531,7 +531,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
         if placed is not None:
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window,
-                                               staging / run.DOCS if options.data_docs else None)
+                                               staging / run.DOCS if options.data_docs else None, log.notation)
     return names, counted, tests, _rows_explained(spark, text, found, profile), validated
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import threading
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -257,3 +258,44 @@ def _misquoted_row(path: Path) -> tuple[int, bool] | None:
     odd = pl.col("line").str.count_matches('"') % 2 == 1
     found = read.filter(odd | ~pl.col("line").str.contains(_QUOTED_AS_CSV)).select("row", odd=odd).head(1).collect()
     return (found["row"].item(), found["odd"].item()) if found.height else None
+
+
+def zones_as_utc(path: Path) -> Path:
+    """A Parquet file whose timestamp columns all carry a zone polars knows: the file itself, or a copy
+    in the scratch folder (`lines.new_copy`) where a zone polars cannot parse (a fixed offset such as
+    "+05:30", which pandas writes for `datetime.timezone`) is said as UTC. The instants are the same:
+    Parquet stores them in UTC whatever the zone. polars stopped the process on such a schema, even in
+    a column the audit does not read. Written a row group at a time."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException):
+        return path  # the reader names what is wrong with it
+    utc = pa.schema([field.with_type(_in_utc(field.type)) for field in schema], metadata=schema.metadata)
+    if utc.equals(schema):
+        return path
+    copy = lines.new_copy(".parquet")
+    stored = pq.ParquetFile(path)
+    with pq.ParquetWriter(copy, utc) as writer:
+        for group in range(stored.num_row_groups):
+            writer.write_table(stored.read_row_group(group).cast(utc))
+    return copy
+
+
+def _in_utc(dtype: pa.DataType) -> pa.DataType:
+    """`dtype` with each timestamp whose zone polars cannot parse said as UTC, nested ones too."""
+    if pa.types.is_timestamp(dtype):
+        return pa.timestamp(dtype.unit, "UTC") if dtype.tz and dtype.tz not in _zones() else dtype
+    if pa.types.is_struct(dtype):
+        return pa.struct([dtype.field(i).with_type(_in_utc(dtype.field(i).type)) for i in range(dtype.num_fields)])
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        inner = dtype.value_field.with_type(_in_utc(dtype.value_type))
+        return pa.list_(inner) if pa.types.is_list(dtype) else pa.large_list(inner)
+    return dtype
+
+
+@cache
+def _zones() -> frozenset[str]:
+    """The zone names polars reads: the IANA database's."""
+    import zoneinfo
+
+    return frozenset(zoneinfo.available_timezones()) | {"UTC"}

@@ -34,7 +34,7 @@ from ..errors import InputError, OutputError, first_line
 from ..folders import SCHEMAS
 from .selection import Selection
 from .discover import expand, hive_values
-from .formats import (REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, csv_header, csv_records, csv_rows, csv_span,
+from .formats import (REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, zones_as_utc, csv_header, csv_records, csv_rows, csv_span,
                       format_of, unreadable)
 
 MAPPINGS = SCHEMAS / "mappings"
@@ -185,6 +185,13 @@ class Log:
         return tuple(0 if one.ruled_out else csv_lines[i] if one.stored_rows is None else one.stored_rows
                      for i, one in enumerate(self.opened))
 
+    @property
+    def rows_in_files(self) -> tuple[int | None, ...]:
+        """Each file's rows before any selection, for the provenance of a narrowed run: as
+        `rows_per_file`, but a file the selection ruled out unread counts its rows when its footer
+        or a read of it says them (Parquet, JSON Lines), None when it would take a read (CSV)."""
+        return tuple(one.stored_rows if one.ruled_out else rows for one, rows in zip(self.opened, self.rows_per_file))
+
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
         query each (see `spans`), of at most `Tuning.plans` plans (see `_read`): a piece is cut in consecutive
@@ -275,10 +282,14 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
             # is a name, not a pattern that matches night1.parquet. A card-event log is read as the
             # rounds its events make, written to a Parquet copy.
-            source = _rounds_of_events(path, file_format, contract_name, mapping) if events else path
+            source = _rounds_of_events(path, file_format, contract_name, mapping) if events else zones_as_utc(path)
             dtypes = pl.scan_parquet(source, glob=False).collect_schema()
             footer = pq.read_metadata(source)
             stored_rows = footer.num_rows
+            held = sum(footer.row_group(i).num_rows for i in range(footer.num_row_groups))
+            if held != stored_rows:  # a reader trusting the footer would audit some rows and skip the rest
+                raise InputError(f"{path}: its footer says {stored_rows} rows but its row groups hold {held}; "
+                                 "the file is damaged or was written wrongly")
             names = list(dtypes)
 
             def read(start: int = 0, count: int | None = None) -> pl.LazyFrame:

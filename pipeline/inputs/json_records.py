@@ -79,6 +79,8 @@ def _unreadable(source: Path, label: Path, error: pl.exceptions.PolarsError) -> 
                     record = json.loads(line)
                 except ValueError as problem:
                     return InputError(f"{label}: line {number} is not JSON ({problem})")
+                except RecursionError:
+                    return InputError(f"{label}: line {number} is nested too deeply to be a record of a round")
                 if not isinstance(record, dict):
                     return InputError(f"{label}: line {number} is not a JSON object (a record of named fields)")
         if not written:

@@ -42,31 +42,53 @@ class Text:
     nul: bool
 
 
-def survey(path: Path) -> Text:
-    """Read `path` once in blocks; an InputError naming the row of a line over MAX_LINE bytes. A CR is
-    a line end there too, as in the copy `readable` makes. Line ends are counted only to name the row
-    of a line too long: a file without one is searched, not counted."""
-    bare_cr = nul = False
-    line = 0  # bytes of the line under way at the start of the block
-    offset = 0  # bytes before the block
-    carried_cr = False  # the previous block ended in CR
+def survey(path: Path, header: bool = True) -> Text:
+    """Read `path` once in blocks; an InputError naming the row of a line over MAX_LINE bytes (under a
+    `header`, or else its line). A CR is a line end there too, as in the copy `readable` makes. Line
+    ends are counted only to name the row of a line too long: a file without one is searched, not counted."""
+    surveyed = _Survey(path, path, header)
     with path.open("rb") as handle:
         while block := handle.read(BLOCK):
-            has_cr = b"\r" in block
-            if carried_cr and not block.startswith(b"\n"):
-                bare_cr = True
-            if has_cr and not bare_cr:
-                bare_cr = block.count(b"\r") - block.count(b"\r\n") - block.endswith(b"\r") > 0
-            nul = nul or b"\0" in block
-            line = _longest(block.replace(b"\r", b"\n") if has_cr else block, line, offset, path)
-            offset += len(block)
-            carried_cr = block.endswith(b"\r")
-    if line > MAX_LINE:
-        raise _too_long(path, offset - line)
-    return Text(bare_cr, nul)
+            surveyed.see(block)
+    return surveyed.end()
 
 
-def _longest(block: bytes, line: int, offset: int, path: Path) -> int:
+class _Survey:
+    """What one pass over a file's blocks finds (`Text`), and a line over MAX_LINE as soon as it passes
+    it: named in `named`, its row counted in `counted` (the file, or the copy being decompressed,
+    written up to the block seen), as a row under a `header` (CSV) or a line (JSON Lines)."""
+
+    def __init__(self, counted: Path, named: Path, header: bool = True) -> None:
+        self.counted, self.named, self.header = counted, named, header
+        self.bare_cr = self.nul = False
+        self.line = 0  # bytes of the line under way at the start of the block
+        self.offset = 0  # bytes before the block
+        self.carried_cr = False  # the previous block ended in CR
+
+    def see(self, block: bytes) -> None:
+        has_cr = b"\r" in block
+        if self.carried_cr and not block.startswith(b"\n"):
+            self.bare_cr = True
+        if has_cr and not self.bare_cr:
+            self.bare_cr = block.count(b"\r") - block.count(b"\r\n") - block.endswith(b"\r") > 0
+        self.nul = self.nul or b"\0" in block
+        self.line = _longest(block.replace(b"\r", b"\n") if has_cr else block, self.line, self.offset, self)
+        self.offset += len(block)
+        self.carried_cr = block.endswith(b"\r")
+
+    def end(self) -> Text:
+        if self.line > MAX_LINE:
+            raise self.too_long(self.offset - self.line)
+        return Text(self.bare_cr, self.nul)
+
+    def too_long(self, line_start: int) -> InputError:
+        row = _line_ends_before(self.counted, line_start)
+        where = ("the header" if row == 0 else f"row {row}") if self.header else f"line {row + 1}"
+        return InputError(f"{self.named}: {where} is longer than {MAX_LINE:,} bytes; no line of a round log is, "
+                          "and it would be held whole (a file that is not a log, or lines joined?)")
+
+
+def _longest(block: bytes, line: int, offset: int, surveyed: _Survey) -> int:
     """The bytes of the line under way at the end of `block` (at `offset` in the file), given `line` at
     its start; an InputError when a line passes MAX_LINE. Looked at closely only where a stretch of
     MAX_LINE/2 bytes holds no LF: a normal file costs a search that stops at its first LF, once per
@@ -75,30 +97,23 @@ def _longest(block: bytes, line: int, offset: int, path: Path) -> int:
     first = block.find(b"\n")
     if first == -1:
         if line + len(block) > MAX_LINE:
-            raise _too_long(path, offset - line)
+            raise surveyed.too_long(offset - line)
         return line + len(block)
     if line + first > MAX_LINE:
-        raise _too_long(path, offset - line)
+        raise surveyed.too_long(offset - line)
     start = first + 1
     if any(block.find(b"\n", at, at + step) == -1 for at in range(start, len(block) - step, step)):
-        _check_between(block, start, offset, path)
+        _check_between(block, start, offset, surveyed)
     return len(block) - 1 - block.rfind(b"\n")
 
 
-def _check_between(block: bytes, start: int, offset: int, path: Path) -> None:
+def _check_between(block: bytes, start: int, offset: int, surveyed: _Survey) -> None:
     """Every line of `block` from `start`, measured (a stretch without a line end was found in it)."""
     at = start
     while (end := block.find(b"\n", at)) != -1:
         if end - at > MAX_LINE:
-            raise _too_long(path, offset + at)
+            raise surveyed.too_long(offset + at)
         at = end + 1
-
-
-def _too_long(path: Path, line_start: int) -> InputError:
-    row = _line_ends_before(path, line_start)
-    where = "the header" if row == 0 else f"row {row}"
-    return InputError(f"{path}: {where} is longer than {MAX_LINE:,} bytes; no line of a round log is, and "
-                      "it would be held whole (a file that is not a log, or lines joined?)")
 
 
 def _line_ends_before(path: Path, stop: int) -> int:
@@ -115,43 +130,56 @@ def _line_ends_before(path: Path, stop: int) -> int:
 
 
 def compression_of(path: Path) -> str | None:
-    """The codec a file is compressed with (by its first bytes), or None."""
+    """The codec a file is compressed with (by its first bytes), or None. A zstd file may begin with a
+    skippable frame (what `pzstd` writes)."""
     with path.open("rb") as handle:
         head = handle.read(4)
+    if len(head) == 4 and head[0] & 0xF0 == 0x50 and head[1:] == b"\x2a\x4d\x18":
+        return "zstd"
     return next((codec for start, codec in COMPRESSED.items() if head.startswith(start)), None)
 
 
-def _decompressed(path: Path, codec: str) -> Path:
-    """A decompressed copy of `path`; an InputError naming the file when it cannot be decompressed
-    (cut short, or not what its first bytes say)."""
+def _decompressed(path: Path, codec: str, header: bool = True) -> tuple[Path, Text]:
+    """A decompressed copy of `path`, and what its text holds (`survey`), surveyed as it is written: a
+    line over MAX_LINE stops it there, naming `path` and its row. An InputError naming the file when
+    it cannot be decompressed (cut short, or not what its first bytes say)."""
     copy = new_copy()
+    surveyed = _Survey(copy, path, header)
     try:
         with pa.input_stream(str(path), compression=codec) as source, copy.open("wb") as target:
             while block := source.read(BLOCK):
                 target.write(block)
+                target.flush()  # so that a line too long is counted in what is written
+                surveyed.see(block)
     except (OSError, pa.ArrowException) as error:
         raise InputError(f"{path}: {codec}-compressed, but it cannot be decompressed ({first_line(error)})") from None
-    return copy
+    return copy, surveyed.end()
 
 
 def decompressed(path: Path) -> Path:
-    """`path`, or a decompressed copy of it when it is compressed."""
+    """`path`, or a decompressed copy of it when it is compressed; either held to MAX_LINE (`survey`):
+    a JSON Lines reader holds a line whole too."""
     codec = compression_of(path)
-    return path if codec is None else _decompressed(path, codec)
+    if codec is None:
+        survey(path, header=False)
+        return path
+    return _decompressed(path, codec, header=False)[0]
 
 
 def readable(path: Path) -> Path:
     """`path`, or a copy of it decompressed, or with LF line ends and no NUL, when it needs one (see
     the module)."""
-    if compression_of(path) is not None:
-        return readable(decompressed(path))
-    text = survey(path)
+    codec = compression_of(path)
+    if codec is None:
+        source, text = path, survey(path)
+    else:
+        source, text = _decompressed(path, codec)
     if not (text.bare_cr or text.nul):
-        return path
+        return source
     copy = new_copy()
-    with path.open("rb") as source, copy.open("wb") as target:
+    with source.open("rb") as read, copy.open("wb") as target:
         carried = b""
-        while block := source.read(BLOCK):
+        while block := read.read(BLOCK):
             block = carried + block
             carried = b"\r" if block.endswith(b"\r") else b""
             block = block[:-1] if carried else block

@@ -20,6 +20,7 @@ import polars as pl
 
 from .card_events import POSITIONS, Events
 from ..errors import InputError
+from ..rules.lookup import position
 
 HANDS = ("player", "banker")
 PLACE = ("source_file", "source_row")  # a row's file and row, of which a round_id may be derived
@@ -74,9 +75,11 @@ def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_n
     the contract's columns; an InputError naming the file and what is wrong with it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a valid mapping file ({error})") from None
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    except RecursionError:
+        raise InputError(f"{path}: not a valid mapping file (nested too deeply)") from None
     if error is not None:
         where = "" if error.json_path == "$" else f" at {error.json_path}"
         raise InputError(f"{path}: not a valid mapping file ({error.message}{where})")
@@ -246,13 +249,15 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
 
 
 def translated(text: pl.Expr, otherwise: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
-    """`otherwise`, or where `text` is a key of `table` (not empty) its value: a chain of whens on the
-    few values, not `replace`, for which polars' streaming engine holds the whole frame (see
-    `ingest.reasons_text`)."""
-    chain = pl
-    for old, new in ((old, new) for old, new in table.items() if old != ""):
-        chain = chain.when(text == old).then(pl.lit(new, pl.String))
-    return otherwise if chain is pl else chain.otherwise(otherwise)
+    """`otherwise`, or where `text` is a key of `table` (not empty) its value (null too): looked up by
+    the text's place among the keys (`lookup.position`), one step whatever the table's size. A chain of
+    whens, one a key, grew the plan as the square of the keys: 3,000 took 27 s and 3.8 GB."""
+    keys = sorted(key for key in table if key != "")
+    if not keys:
+        return otherwise
+    found = position(text, keys)
+    values = pl.Series([table[key] for key in keys], dtype=pl.String)
+    return pl.when(found.is_not_null()).then(pl.lit(values).gather(found)).otherwise(otherwise)
 
 
 def _words(text: pl.Expr, table: dict[str, str | None]) -> pl.Expr:

@@ -61,6 +61,8 @@ def _read(reference: str, seen: tuple[Path, ...] = (), beside: Path | None = Non
         raise InputError(f"{path}: not valid TOML ({error})") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not valid TOML (not UTF-8 text)") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a rules profile (nested too deeply)") from None
     if "base" not in data:
         return data, (path,)
     house = None if path.parent == PROFILES else path.parent

@@ -15,7 +15,12 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from .timestamps import timestamp
+from .ids import outside_ascii, same_id
+from .timestamps import shifted, timestamp
+
+
+#: The instants a timestamp of nanoseconds holds (64 bits from 1970), whole seconds within them.
+NANOSECONDS = (datetime(1677, 9, 22, tzinfo=UTC), datetime(2262, 4, 11, tzinfo=UTC))
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,11 @@ class Selection:
                                                       ("round_id", self.rounds)) if wanted}
 
     @property
+    def _round_ids(self) -> list[str]:
+        """The round_ids wanted, as ids are compared (`ids.same_id`)."""
+        return pl.Series("id", self.rounds, pl.String).to_frame().select(same_id(pl.col("id")))["id"].to_list()
+
+    @property
     def _by_folder(self) -> dict[str, tuple[str, ...]]:
         """The columns a Hive folder can fix that this selection narrows, and the values it wants."""
         return {column: wanted for column, wanted in self._by_id.items() if column != "round_id"}
@@ -53,12 +63,12 @@ class Selection:
     @property
     def _day_before(self) -> datetime:
         """A day before `since`: a dealt_at as stored is tested a day wide of the window (`stored`)."""
-        return self.since - timedelta(days=1)
+        return shifted(self.since, -timedelta(days=1))
 
     @property
     def _day_after(self) -> datetime:
         """A day after `until` (see `_day_before`)."""
-        return self.until + timedelta(days=1)
+        return shifted(self.until, timedelta(days=1))
 
     def rules_out(self, fixed: dict[str, str]) -> bool:
         """Whether no row of a file whose table_id or shoe_id is `fixed` (by its Hive folders) is kept."""
@@ -87,7 +97,12 @@ class Selection:
         for column, wanted in self._by_id.items():
             if column in columns:
                 stored = pl.col(columns[column])
-                keep &= pl.any_horizontal(stored.str.contains(value, literal=True) for value in wanted)
+                if column == "round_id":
+                    wanted = tuple({*wanted, *self._round_ids})
+                holds = pl.any_horizontal(stored.str.contains(value, literal=True) for value in wanted)
+                # A round_id is one id with its copies that differ invisibly (`ids.same_id`), which hold
+                # a character outside ASCII.
+                keep &= (holds | outside_ascii(stored)) if column == "round_id" else holds
         if self.since and "dealt_at" in columns:
             stored = pl.col(columns["dealt_at"])
             keep &= (stored >= self._day_before.date().isoformat()) | (stored < "0")
@@ -98,7 +113,10 @@ class Selection:
             name, dtype = timed
 
             def as_stored(moment: datetime) -> pl.Expr:
-                """`moment` as the column holds one: in its zone, or in UTC without one (as it is read)."""
+                """`moment` as the column holds one: in its zone, or in UTC without one (as it is read),
+                within what its unit holds (nanoseconds span 1677 to 2262): no value lies beyond."""
+                if dtype.time_unit == "ns":
+                    moment = min(max(moment, NANOSECONDS[0]), NANOSECONDS[1])
                 utc = pl.lit(moment.astimezone(UTC)).dt.cast_time_unit(dtype.time_unit)
                 return utc.dt.convert_time_zone(dtype.time_zone) if dtype.time_zone else utc.dt.replace_time_zone(None)
             if self.since:
@@ -115,7 +133,9 @@ class Selection:
         dealt_at that passes `stored`'s test of the window (`_may_fall_within`, `_may_be_within`).
         They come with the footer read as the file is opened, and spare a query of the file
         (`ingest._tested`)."""
-        tests = {columns[c]: partial(_may_trim_to, wanted=wanted) for c, wanted in self._by_id.items() if c in columns}
+        # Not a round_id's: a copy that differs invisibly may sort anywhere among a row group's ids.
+        tests = {columns[c]: partial(_may_trim_to, wanted=wanted) for c, wanted in self._by_id.items()
+                 if c in columns and c != "round_id"}
         if (self.since or self.until) and "dealt_at" in columns:
             tests[columns["dealt_at"]] = self._may_fall_within
         if (self.since or self.until) and timed is not None:
@@ -159,7 +179,7 @@ class Selection:
         if self.shoes:
             keep &= pl.col("shoe_id").is_in(list(self.shoes))
         if self.rounds:
-            keep &= pl.col("round_id").is_in(list(self.rounds))
+            keep &= same_id(pl.col("round_id")).is_in(pl.Series(self._round_ids).implode())
         if self.since:
             keep &= timestamp(pl.col("dealt_at")) >= self.since
         if self.until:

@@ -244,9 +244,11 @@ def note_copies(explained: list[dict]) -> None:
     if len(explained) < 2:
         return
     rows = ", ".join(f"{e['source_file']} row {e['source_row']}" for e in explained)
+    invisibly = (", its copies differing only invisibly (Unicode normalisation, zero-width or BOM characters)"
+                 if len({e["round_id"] for e in explained}) > 1 else "")
     for explanation in explained:
         explanation["copies"] = (f"DUPLICATE_ROUND: round_id {explanation['round_id']} is on {len(explained)} "
-                                 f"replayable rows of the log ({rows}); the audit flags every copy.")
+                                 f"replayable rows of the log ({rows}){invisibly}; the audit flags every copy.")
 
 
 def note_bet_copies(settled: list[dict], places: list[dict]) -> None:

@@ -24,6 +24,7 @@ from ..checks.round_checks import CHECKS
 from ..checks.findings import ON_A_ROUND_ROW, row_key
 from ..errors import InputError, first_line
 from .shown import shown
+from .summary import narrowing, rows_in_files
 from ..inputs.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
@@ -124,17 +125,24 @@ def _verdict(summary: dict) -> str:
         ran = len(summary["checks"]) - len(skipped)
         limits.append(f"{ran} of {len(summary['checks'])} checks ran; skipped: "
                       + "; ".join(f"{check} ({why})" for check, why in skipped.items()))
-    if "bets_read" not in summary:
-        limits.append("bets not audited (no bet log was given)")
+    if "contract" not in summary:
+        limits.append("the input contract (the run was told not to hold the log to it: --no-contract)")
     limits_text = ("<br>Not checked: " + _e(". ".join(limits)) + ".") if limits else ""
     if not (round_findings or bet_findings or quarantined or unmet or tables):  # the state, not the exit code
         bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
         checked = "dealt, totalled, recorded" + (" and paid" if "bets_read" in summary else "")
-        return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{bets} were audited '
+        kept = narrowing(summary)
+        in_files = rows_in_files(summary)
+        selected = (f" selected ({kept}) of {'the' if in_files is None else f'{in_files:,}'} rows in the log"
+                    if kept else "")
+        return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{_e(selected)}{bets} were audited '
                 f"and every check that ran found each one {checked} by the book; nothing was quarantined."
                 f"{_e(covered)}{limits_text}</p>")
-    parts = [f"{round_findings:,} round findings on {summary['rounds_flagged']:,} rounds"]
-    if "bets_read" in summary:
+    parts = [f"{round_findings:,} round findings on {summary['rounds_flagged']:,} rounds"
+             + (f" of {summary['rows_read']:,} selected ({narrowing(summary)})" if narrowing(summary) else "")]
+    if "bets_not_judged" in summary:
+        parts.append(f"bets not judged: {summary['bets_not_judged']}")
+    elif "bets_read" in summary:
         parts.append(f"{bet_findings:,} bet findings ({summary['bets_flagged']:,} bets wrongly paid)")
     if summary["rows_quarantined"]:
         parts.append(f"{summary['rows_quarantined']:,} rows of the round log quarantined")
@@ -148,8 +156,9 @@ def _verdict(summary: dict) -> str:
 
 
 def _provenance(summary: dict) -> str:
-    rows_of = {"rounds": summary["rows_read"], "bets": summary.get("bets_read")}
-    inputs = [[i["role"], i["path"], i["format"], rows_of.get(i["role"]), i["sha256"],
+    kept = narrowing(summary)
+    inputs = [[i["role"], i["path"], i["format"], "not counted" if i["rows"] is None else i["rows"],
+               *([i.get("rows_selected", i["rows"])] if kept else []), i["sha256"],
                f"{i['mapping']['path']} ({i['mapping']['sha256'][:12]}…)"
                + (f"; round_id {i['mapping']['round_id']}" if "round_id" in i["mapping"] else "") if "mapping" in i else ""]
               for i in summary["inputs"]]
@@ -167,7 +176,10 @@ def _provenance(summary: dict) -> str:
         + _table(["tool", "version", "started (UTC)", "exit status"],
                  [[summary["tool"]["name"], summary["tool"]["version"], summary["started_at"],
                    f"{status}: {EXIT_MEANINGS.get(status, '')}"]])
-        + "<h3>Inputs</h3>" + _table(["role", "path", "format", "rows", "SHA-256", "mapping"], inputs, {3})
+        + "<h3>Inputs</h3>" + (f"<p>Narrowed to {_e(kept)}: each file's rows, and the rows of it audited.</p>"
+                               if kept else "")
+        + _table(["role", "path", "format", "rows", *(["rows selected"] if kept else []), "SHA-256", "mapping"],
+                 inputs, {3, 4} if kept else {3})
         + _not_read(summary["inputs_not_read"])
         + "<h3>Rules</h3>" + _table(["file", "what", "SHA-256"], rules)
     )
@@ -277,18 +289,23 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
     rows = [[shown(r["group"]), r["rounds"], r["test"].replace("_", " "),
              "" if r["observed"] is None else f"{r['observed']:.0f}",
              "" if r["expected"] is None else f"{r['expected']:.1f}", f"{r['statistic']:.2f}",
-             f"{r['p_value']:.3g}", "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
+             r["method"], r["skipped"] or f"{r['p_value']:.3g}",
+             "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
              ("FLAGGED" if r["test"] in fairness.FLAGGED_TESTS else "fails") if r["flagged"] else ""]
             for r in tests.filter(pl.col("level") == "table").head(MOST_TABLES * TESTS_A_TABLE).iter_rows(named=True)]
     return ("<h2>Fairness</h2>"
             f"<p>Tables flagged (Benjamini-Hochberg corrected p below {f['threshold']:g}): <b>{_e(flagged)}</b>. "
-            "Expected values are exact, from the enumeration of each round's shoe. A flag is a reason to look, "
+            "Expected values are exact, from the enumeration of each round's shoe; p-values from exact binomial "
+            "tests, and for the outcomes the chi-square test where every expected count is at least "
+            f"{fairness.MIN_EXPECTED}, else the exact multinomial test. A flag is a reason to look, "
             "not proof of a stacked shoe.</p>"
+            + "".join(f"<p>Table {_e(shown(table))} is not tested ({_e(why)}): the rows left may not stand for "
+                      "the table.</p>" for table, why in f.get("tables_skipped", {}).items())
             + "".join(f"<p>The {test.replace('_', ' ')} test is {_e(why)}.</p>" for test, why in f.get("skipped", {}).items())
             + _outcomes_compared(f.get("outcomes"))
             + _outcome_chart(tests)
-            + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "p", "corrected p", ""],
-                     rows, {1, 3, 4, 5, 6, 7}))
+            + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "method", "p", "corrected p", ""],
+                     rows, {1, 3, 4, 5, 7, 8}))
 
 
 #: Rows of fairness.parquet per table: each statistic, replayed and recorded, and their two chi-squares.
@@ -460,9 +477,10 @@ def write(out_dir: Path) -> Path:
     """Write `report.html` into the output directory (atomically, replacing only a report this tool
     wrote there: `owned`) and return its path."""
     out_dir = Path(out_dir)
-    page = render(out_dir)
-    owned.claim(out_dir, ["report.html"])
-    staged = out_dir / ".report.html.tmp"
-    staged.write_text(page, encoding="utf-8")
-    owned.replace_file(staged, out_dir / "report.html")
+    if not out_dir.is_dir():
+        render(out_dir)  # names what is not there
+    with owned.locked(out_dir, f"{out_dir}: cannot write the report here"):
+        page = render(out_dir)
+        owned.claim(out_dir, ["report.html"])
+        owned.replace_file(out_dir / "report.html", page)
     return out_dir / "report.html"

@@ -55,8 +55,10 @@ def run_by() -> dict[str, str | None]:
 
 #: Of summary.json: 2 added schema_version, run_id, finished_at, command, period, fail_on; 3 added as_of, run_by
 #: (and findings.parquet its run_id, hand_no as an integer and dealt_at as a UTC time); 4 added
-#: fairness.outcomes (and fairness.parquet the recorded outcomes' tests).
-SCHEMA_VERSION = 4
+#: fairness.outcomes (and fairness.parquet the recorded outcomes' tests); 5 dropped fairness.tables (in
+#: fairness.parquet) for tables_tested, tables_not_tested and tables_skipped, and added bets_without_round,
+#: bets_not_judged and, when narrowed, each input's rows_selected (fairness.parquet: method, skipped).
+SCHEMA_VERSION = 5
 
 
 def add_contract(summary: dict, validated: dict[str, dict], fail_on: frozenset[str]) -> None:
@@ -68,18 +70,44 @@ def add_contract(summary: dict, validated: dict[str, dict], fail_on: frozenset[s
         summary["exit_code"] = EXIT_FLAGGED
 
 
+def narrowing(summary: dict) -> str | None:
+    """What a narrowed run kept of its log (`--table`, `--shoe`, `--since`, `--until`), in words; None
+    when it audited every row."""
+    chosen = summary.get("selection")
+    if not chosen:
+        return None
+    said = [f"{label} {', '.join(chosen[key])}" for key, label in (("tables", "table"), ("shoes", "shoe"))
+            if chosen[key]]
+    said += [f"dealt {word} {chosen[key]}" for key, word in (("since", "since"), ("until", "until")) if chosen[key]]
+    return "; ".join(said)
+
+
+def rows_in_files(summary: dict) -> int | None:
+    """The rows of the round log's files before a selection; None where a file ruled out unread was not counted."""
+    counts = [entry["rows"] for entry in summary["inputs"] if entry["role"] == "rounds"]
+    return None if None in counts else sum(counts)
+
+
 def finish(summary: dict) -> dict:
     """The summary as written when the run is done: `finished_at` set."""
     return summary | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
+NAMED = 100  # the tables not tested that summary.json names; fairness.parquet holds them all
+
+
 def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl.DataFrame) -> list[dict]:
-    """One provenance entry per file: path, format, rows read from it, SHA-256 (and the mapping)."""
+    """One provenance entry per file: path, format, rows read from it, SHA-256 (and the mapping). In a
+    narrowed run `rows` are the file's, which its SHA-256 vouches for (None: ruled out unread, not
+    counted), and `rows_selected` those the selection kept and the audit read."""
     counts = dict(rows.iter_rows())
     entries = []
-    for path, file_format in zip(log.files, log.formats):
+    in_files = log.rows_in_files if log.selection else (None,) * len(log.files)
+    for path, file_format, in_file in zip(log.files, log.formats, in_files):
         entry = {"role": role, "path": str(path), "format": file_format, "rows": counts.get(str(path), 0),
                  "sha256": sha256(path)}
+        if log.selection:
+            entry |= {"rows": in_file, "rows_selected": counts.get(str(path), 0)}
         if mapping is not None and mapping.path is not None:
             entry["mapping"] = {"path": str(mapping.path), "sha256": sha256(mapping.path)}
             if mapping.derived_id:
@@ -130,6 +158,7 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
     checks["TABLE_STATS"] = "ran" if "table_id" in log.columns else "skipped: the log has no table_id column"
     if not options.across_rounds:
         checks |= {code: "skipped: turned off" for code in (*integrity.CODES, "TABLE_STATS")}
+    checks |= {code: "ran" if bet_log is not None else "skipped: no bet log given" for code in settlement.CODES}
     inputs = _inputs("rounds", log, options.mapping, counted["rows_per_file"])
     period = {"first_dealt_at": rounds["first_dealt"], "last_dealt_at": rounds["last_dealt"]}
     summary = {
@@ -164,12 +193,18 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
     }
     if tests is not None:
         table_level = tests.filter(pl.col("level") == "table")
+        skipped = (table_level.filter(pl.col("skipped").is_not_null()).group_by("group", maintain_order=True)
+                   .agg(pl.col("skipped").first()))
         summary["fairness"] = {
             "threshold": options.fairness_threshold,
             "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
             "tables_flagged": kept_short(sorted(set(
                 table_level.filter(pl.col("flagged") & pl.col("test").is_in(fairness.FLAGGED_TESTS))["group"]))),
-            "tables": kept_short(table_level.to_dicts()),
+            # Each table's tests are in fairness.parquet: listed here, 100,000 tables made a summary of 360 MB.
+            "tables_tested": table_level.filter(pl.col("skipped").is_null())["group"].n_unique(),
+            "max_quarantined": fairness.MAX_QUARANTINED,
+            "tables_not_tested": skipped.height,
+            "tables_skipped": kept_short(dict(skipped.head(NAMED).iter_rows())),
             # The recorded outcomes (what was paid) beside the replayed: they flag no table.
             "outcomes": {"correction": "Benjamini-Hochberg over every table's recorded-outcome chi-square, apart",
                          **{key: kept_short(tables) for key, tables in fairness.outcomes_compared(tests).items()}},
@@ -188,8 +223,13 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
             "bets_settled": bet["bets_read"] - bet["bets_quarantined"],
             "bets_quarantined": bet["bets_quarantined"],
             "bets_flagged": bet["bets_flagged"],
+            "bets_without_round": bet["bets_without_round"],
             **settlement.money_summary(counted["money"]),
         }
+        if bet["bets_without_round"] * 2 > bet["bets_read"]:
+            summary["bets_not_judged"] = (
+                f"{bet['bets_without_round']:,} of {bet['bets_read']:,} bets name a round that is not in the "
+                "round log: the bet log may be of another night or table, and its settlement is no verdict")
         found = found or bet["bets_flagged"] or by_check.get("DUPLICATE_BET", 0)
         quarantined = quarantined or bet["bets_quarantined"]
     flagged = ("findings" in options.fail_on and found) or ("quarantine" in options.fail_on and quarantined)
