@@ -102,7 +102,7 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         run.profiles_in([row["profile"] for row in rows if row["malformed"] is None], Path(rounds), profile,
                         round_mapping)
         if not rows:
-            raise InputError(f"{rounds}: no row has round_id {round_id!r}")
+            raise InputError(f"{rounds}: no row has round_id {round_id!r}{_derived_hint(rounds, round_mapping)}")
         ranked = round_mapping is None or round_mapping.notation == "cards"
         explained = [explanation.explain(row, ranked) for row in rows if row["reject"] is None]
         explanation.note_copies(explained)
@@ -144,6 +144,17 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
                                          lambda frame: ingest.collect(log.path, [frame])[0])
     return found.sort(integrity.IN_ORDER).select("source_file", "source_row", "check", "expected", "recorded",
                                                  "detail").collect()
+
+
+def _derived_hint(rounds: Path | str | list, mapping: ingest.Mapping | None) -> str:
+    """Where the mapping derives round_ids, how they read (the log's first), for a round looked for by
+    one of its parts alone."""
+    if mapping is None or not mapping.round_id:
+        return ""
+    first = ingest.collect(Path(str(rounds)), [next(ingest.scan(rounds, "round_log", mapping).pieces(1))
+                                              .select("round_id").head(1)])[0]["round_id"]
+    example = f", such as {first[0]!r}" if first.len() and first[0] is not None else ""
+    return f"; this log's round_ids are derived from {', '.join(mapping.round_id)}, joined by '/'{example}"
 
 
 def _mapping(name_or_path: str | Path | None, contract_name: str = "round_log") -> ingest.Mapping | None:

@@ -64,7 +64,7 @@ def _fail(error: InputError) -> typer.Exit:
     return typer.Exit(error.exit_code)
 
 
-BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV or Parquet: settle every bet too.")]
+BetsOption = Annotated[Path | None, typer.Option(help="Bets log, CSV, JSON Lines or Parquet: settle every bet too.")]
 ProfileOption = Annotated[str, typer.Option(
     help="Rules profile for rounds without a profile column value: a NAME (schemas/profiles/NAME.toml, or "
     "--profiles-dir), or your own PATH.toml.")]
@@ -125,7 +125,7 @@ AsOfOption = Annotated[datetime | None, typer.Option(
 @app.command()
 def audit(
     rounds: Annotated[list[str], typer.Argument(
-        metavar="ROUNDS...", help="Round logs: CSV or Parquet files, directories (Hive folders too), globs.")],
+        metavar="ROUNDS...", help="Round logs: CSV, JSON Lines or Parquet files, directories (Hive folders too), globs.")],
     out: Annotated[Path, typer.Option(help="Directory for findings, quarantine and summary.")],
     bets: BetsOption = None,
     profile: ProfileOption = profiles.DEFAULT,
@@ -244,7 +244,8 @@ def _examples(values: list) -> str:
 def validate(
     log: Annotated[Path, typer.Argument(metavar="FILE", help="Round log (or, with --bets, a bets log).")],
     bets: Annotated[bool, typer.Option("--bets", help="FILE is a bets log.")] = False,
-    mapping: MappingOption = None,
+    mapping: Annotated[str | None, typer.Option(
+        help="Column mapping for FILE (the bet log with --bets): a name in schemas/mappings/ or a JSON file.")] = None,
     window_start: WindowStart = None,
     window_end: WindowEnd = None,
     docs: Annotated[Path | None, typer.Option(help="Write the Great Expectations Data Docs here.")] = None,
@@ -287,7 +288,7 @@ def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, ma
 
 @app.command()
 def explain(
-    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV or Parquet.")],
+    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV, JSON Lines or Parquet.")],
     round_id: Annotated[str, typer.Argument(metavar="ROUND_ID", help="The round to replay.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
     bets: BetsOption = None,
@@ -368,8 +369,9 @@ def odds(
         typer.echo(json.dumps(exact_odds.as_json(figures, profile), indent=2))
         return
     typer.echo(f"{profile}, {figures.decks} decks, every ordered deal from a full shoe:")
+    named = {outcome: f"P({outcome})" for outcome in figures.outcomes}  # aligned after the parenthesis, not inside
     for outcome, chance in figures.outcomes.items():
-        typer.echo(f"  P({outcome:<7}) = {float(chance):.6f}")
+        typer.echo(f"  {named[outcome]:<{max(map(len, named.values()))}} = {float(chance):.6f}")
     typer.echo("  house edge per unit staked:")
     for bet, edge in figures.house_edge.items():
         typer.echo(f"    {bet:<20} {float(edge) * 100:8.4f}%")

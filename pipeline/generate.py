@@ -25,6 +25,7 @@ from decimal import Decimal
 from .rules import bets, cards, coup, profiles, tableau
 from .inputs import profile_files
 from . import owned, stops
+from .errors import InputError
 from .checks.settlement import money_str
 
 FAULTS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME", "DUPLICATE_ROUND",
@@ -84,6 +85,9 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
     A table named in `stacked` favours Banker: half of its Player wins are dealt again from the shoe,
     the discarded cards never logged, so its shoes stay faithful while its outcomes are not.
     """
+    if len(profile_names) > tables:  # table k plays profile k: the last ones would deal no round, unseen
+        raise InputError(f"{len(profile_names)} profiles for {tables} tables: {', '.join(profile_names[tables:])} "
+                         f"would deal no round; give --tables {len(profile_names)} or more")
     rng = random.Random(seed)
     log = Log()
     per_table = -(-rounds // tables)

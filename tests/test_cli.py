@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ASSETS
+from conftest import ASSETS, TOOL
 from baccarat_audit.cli import app
 
 runner = CliRunner()
@@ -493,6 +493,7 @@ def test_odds_prints_the_exact_house_edges():
     result = run("odds", "--profile", "ez-baccarat")
     assert result.exit_code == 0
     assert "DRAGON_7               7.6113%" in result.output
+    assert "  P(BANKER)  = 0.458597\n  P(PLAYER)  = 0.446247\n  P(TIE)     = 0.095156\n" in run("odds").output
     figures = json.loads(run("odds", "--profile", "tie-9", "--decks", 6, "--json").output)
     assert figures["decks"] == 6
     assert Fraction(figures["outcomes"]["TIE"]["exact"]) == Fraction(83_552_962_932_288, 878_869_206_895_680)
@@ -693,3 +694,19 @@ def test_the_tool_hands_freed_memory_back_at_once_unless_the_user_says_otherwise
     done = subprocess.run([sys.executable, "-c", shown], capture_output=True, text=True, env=env, check=True)
     settings = done.stdout.strip().split(",")
     assert settings[-1] == (own or "muzzy_decay_ms:0") and settings[0].startswith("dirty_decay_ms")
+
+
+def test_the_help_names_every_format_read_and_what_validate_maps():
+    for command in ("audit", "explain"):
+        assert "CSV, JSON Lines or Parquet" in CliRunner().invoke(app, [command, "--help"], terminal_width=200).stdout
+    validate = CliRunner().invoke(app, ["validate", "--help"], terminal_width=200).stdout
+    assert "Column mapping for FILE (the bet log with --bets)" in " ".join(validate.split())
+
+
+def test_generate_refuses_more_profiles_than_tables(tmp_path):
+    done = subprocess.run([*TOOL, "generate", "--rounds", "10", "--tables", "2", "--profile", "standard",
+                           "--profile", "tie-9", "--profile", "super-6", "--out", str(tmp_path / "g")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr == ("error: 3 profiles for 2 tables: super-6 would deal no round; "
+                                                    "give --tables 3 or more\n")
+    assert not (tmp_path / "g").exists()

@@ -17,6 +17,7 @@ import baccarat_audit
 from conftest import cli, cli_peak
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+ROOT_SCHEMAS = DATA.parent / "schemas" / "mappings"
 AS_OF = datetime(2027, 1, 1, tzinfo=UTC)
 SHOES = ["T01-S0002", "T01-S0003"]
 
@@ -194,7 +195,7 @@ def test_a_round_id_derived_from_file_and_row_tells_files_apart(tmp_path):
     done = baccarat_audit.audit(tmp_path / "logs", mapping=mapping, as_of=AS_OF)
     assert done.summary["findings"]["DUPLICATE_ROUND"] == 0 and done.summary["rows_read"] == 2 * rows.height
     drawn = done.findings.filter(pl.col("check") == "BANKER_DRAW").select("round_id").to_series().to_list()
-    assert drawn == [f"{tmp_path / 'logs' / night / 'night.csv'}/56" for night in ("a", "b")]
+    assert drawn == [f"{night}/night.csv/56" for night in ("a", "b")]  # the path below the folder named
 
 
 def test_a_derived_round_id_over_a_log_that_has_one_is_exit_2(tmp_path):
@@ -316,3 +317,58 @@ def test_a_value_table_of_thousands_of_entries_is_looked_up_in_bounded_memory(tm
     assert "OUTCOME" not in findings["check"].to_list()
     assert pl.read_parquet(tmp_path / "out" / "quarantine.parquet").height == 0
     assert peak < 1024, peak
+
+
+def test_a_constant_over_a_column_hive_folders_fill_is_refused_naming_both(tmp_path):
+    """`constants: {table_id: X}` over logs/table_id=A/, table_id=B/: the tables would be merged into one."""
+    rounds = pl.read_csv(DATA / "rounds.csv", infer_schema=False).drop("table_id")
+    for table in ("A", "B"):
+        (tmp_path / "logs" / f"table_id={table}").mkdir(parents=True)
+        rounds.head(20).write_csv(tmp_path / "logs" / f"table_id={table}" / "night.csv")
+    (tmp_path / "one.json").write_text(json.dumps({"name": "one", "constants": {"table_id": "X"}}))
+    done = cli("audit", tmp_path / "logs", "--mapping", tmp_path / "one.json", "--out", tmp_path / "out")
+    assert done.returncode == 2 and done.stderr == (
+        f"error: {tmp_path / 'logs' / 'table_id=A' / 'night.csv'}: its folder table_id=A fills table_id, and the "
+        "mapping's constants fill it too ('X'); one of them would be lost\n")
+
+
+def test_a_round_id_derived_of_its_file_is_the_same_however_the_path_is_typed(tmp_path):
+    """round_id from source_file and source_row: the file's path below the folder named (or its name,
+    when the log is one file), whatever the working folder and the spelling of the path."""
+    night = tmp_path / "raw" / "night"
+    night.mkdir(parents=True)
+    from baccarat_audit import generate
+    dealt = generate.write(generate.generate(60, seed=5, fault_rate=0.3), tmp_path / "dealt")
+    rounds = pl.read_csv(dealt["csv"], infer_schema=False).drop("round_id")
+    rounds.head(30).write_csv(night / "t1.csv")
+    rounds.slice(30, 30).write_csv(night / "t2.csv")
+    (tmp_path / "by_place.json").write_text(json.dumps({"name": "by-place", "round_id": ["source_file", "source_row"]}))
+    mapping = str(tmp_path / "by_place.json")
+    ids = {}
+    for cwd, log in ((tmp_path, "raw/night"), (tmp_path / "raw", "./night/"), (night, str(night)),
+                     (tmp_path, "raw/night/*.csv"), (night, "t1.csv"), (tmp_path, "raw/night/t1.csv")):
+        out = tmp_path / "out" / str(len(ids))
+        done = cli("audit", log, "--mapping", mapping, "--out", out, "--no-contract", "--json", cwd=cwd)
+        assert done.returncode in (0, 1), done.stderr
+        ids[(str(cwd), log)] = pl.read_parquet(out / "findings.parquet")["round_id"].to_list()
+    folders, files = list(ids.values())[:4], list(ids.values())[4:]
+    assert all(found == folders[0] for found in folders) and folders[0]
+    assert {i.split("/")[0] for i in folders[0]} <= {"t1.csv", "t2.csv"}
+    assert files[0] == files[1] and all(i.startswith("t1.csv/") for i in files[0])
+
+
+def test_a_card_field_the_log_lacks_is_named_beside_the_fields_it_has(tmp_path):
+    spec = json.loads((ROOT_SCHEMAS / "card-lists.json").read_text())
+    spec["cards"]["player"]["field"] = "playerCards"
+    (tmp_path / "typo.json").write_text(json.dumps(spec))
+    done = cli("audit", DATA / "layouts" / "card_lists.json", "--mapping", tmp_path / "typo.json", "--out", tmp_path / "o")
+    assert done.returncode == 2 and done.stderr.startswith(
+        f"error: {DATA / 'layouts' / 'card_lists.json'}: the mapping reads the player's cards from field playerCards, "
+        "which the log does not have (found: round, table, shoe, hand, dealt, player, banker,"), done.stderr
+
+
+def test_explain_of_a_part_of_a_derived_round_id_hints_at_the_derived_form():
+    done = cli("explain", DATA / "layouts" / "no_ids.csv", "13", "--mapping", "no-ids")
+    assert done.returncode == 2 and done.stderr == (
+        f"error: {DATA / 'layouts' / 'no_ids.csv'}: no row has round_id '13'; this log's round_ids are derived "
+        "from table_id, shoe_id, hand_no, joined by '/', such as 'T01/T01-S0002/1'\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import itertools
 import os
 import stat
 from dataclasses import dataclass
@@ -145,6 +146,25 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path
     for path in files:
         once.setdefault(_identity(path), path)
     return label, list(once.values()), unread
+
+
+def names_in_log(inputs: Path | str | list) -> dict[str, str]:
+    """Each file of a log argument (as `expand` lists it) by the name a round_id derived of its file
+    takes: its path below the folder named, or below the fixed part of a glob, or else its own name.
+    The same file gives the same ids wherever the command runs and however its path was typed."""
+    names: dict[str, str] = {}
+    for item in map(str, inputs if isinstance(inputs, (list, tuple)) else [inputs]):
+        path = Path(item)
+        if not os.path.lexists(path) and any(ch in item for ch in "*?["):
+            fixed = Path(*itertools.takewhile(lambda part: not any(ch in part for ch in "*?["), path.parts))
+            for found in map(Path, glob.glob(item, recursive=True)):
+                names.setdefault(str(found), str(found.relative_to(fixed)))
+        elif path.is_dir():
+            for found in _below(path).files:
+                names.setdefault(str(found), str(found.relative_to(path)))
+        else:
+            names.setdefault(str(path), path.name)
+    return names
 
 
 def _identity(path: Path) -> object:

@@ -33,11 +33,12 @@ from .. import tuning
 from ..errors import InputError, OutputError, first_line
 from ..folders import SCHEMAS
 from .selection import Selection
-from .discover import expand, hive_values
+from .discover import expand, hive_values, names_in_log
 from .formats import (REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, zones_as_utc, csv_header, csv_records, csv_rows, csv_span,
                       format_of, unreadable)
 
 MAPPINGS = SCHEMAS / "mappings"
+FILE_NAME = "_file_name"  # a row's file as the log argument names it, while a round_id is derived of it
 
 
 @cache
@@ -268,7 +269,8 @@ class _Opened:
     whole: Callable[[list[tuple[Path, int]]], pl.LazyFrame]
 
 
-def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Selection, made: dict) -> _Opened:
+def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Selection, made: dict,
+          names_in_log: dict[str, str]) -> _Opened:
     """One file as a frame of contract columns (text), with the columns it really has and its format;
     `made` holds what files of one shape are read by (`_texts`), for all the files of a log."""
     file_format = format_of(path)
@@ -326,7 +328,12 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     found, broken = mappings.columns_of(mapping, dtypes, columns(contract_name), path)
     plain = {column.stored: target for target, column in found.items() if column.stored}
     names = [plain.get(name, name) for name in names] + [c for c, column in found.items() if column.stored is None]
-    partitions = {k: v for k, v in hive_values(path).items() if k in columns(contract_name) and k not in names}
+    folders = hive_values(path)
+    both = next((k for k in folders if mapping is not None and k in mapping.constants), None)
+    if both:  # the constant would win unseen, merging every folder's rows into one table (or shoe)
+        raise InputError(f"{path}: its folder {both}={folders[both]} fills {both}, and the mapping's constants fill "
+                         f"it too ({mapping.constants[both]!r}); one of them would be lost")
+    partitions = {k: v for k, v in folders.items() if k in columns(contract_name) and k not in names}
     missing = [c for c in required(contract_name) if c not in names]
     if missing:
         maps = ("a mapping renames a provider's columns (audit --bets-mapping, validate --bets --mapping)"
@@ -364,6 +371,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         made[shape] = _texts(contract_name, file_format == "csv" or events, found, broken, mapping)
     trimmed, finished, as_stored, timed, malformed = made[shape]
 
+    derived = mapping is not None and bool(mapping.round_id)
+
     def shaped(rows: pl.LazyFrame, keep: pl.Expr | None, at: dict[str, pl.Expr]) -> pl.LazyFrame:
         """The rows as `Log.frame` has them, those that pass `keep` (on the stored rows, numbered), and
         `at` their place: source_file, source_row and the values of the Hive folders they are in."""
@@ -371,16 +380,17 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             rows = rows.filter(keep)
         csv_text = file_format == "csv" and not events  # checked for bytes not UTF-8 (Parquet's are by its rules)
         rows = rows.select(at["source_file"].alias("source_file"), at["source_row"].alias("source_row"), malformed,
-                           *([REPLACED] if csv_text else []), **(trimmed | {c: at[c] for c in partitions})
-                           ).with_columns(**finished)
-        if mapping is not None and mapping.round_id:
-            rows = rows.with_columns(round_id=mappings.derived_round_id(mapping))
+                           *([REPLACED] if csv_text else []), **(trimmed | {c: at[c] for c in partitions}),
+                           **({FILE_NAME: at[FILE_NAME]} if derived else {})).with_columns(**finished)
+        if derived:
+            rows = rows.with_columns(round_id=mappings.derived_round_id(mapping, pl.col(FILE_NAME))).drop(FILE_NAME)
         return flag_not_utf8(rows, present) if csv_text else rows
 
     def here() -> dict[str, pl.Expr]:
         # A round made of events is where its first event is.
         row = pl.col(card_events.FIRST_ROW).cast(pl.get_index_type()) if events else pl.col("source_row")
         return {"source_file": pl.lit(str(path)), "source_row": row,
+                FILE_NAME: pl.lit(names_in_log.get(str(path), str(path)), pl.String),
                 **{c: pl.lit(value, pl.String) for c, value in partitions.items()}}
 
     def numbered(rows: pl.LazyFrame, first_row: int) -> pl.LazyFrame:
@@ -420,6 +430,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         at = {"source_file": pl.col("log_file"),
               "source_row": (pl.col("log_index").cast(pl.Int64) - pl.lit(starts).gather(file) + 1
                              ).cast(pl.get_index_type()),
+              FILE_NAME: pl.lit(pl.Series([names_in_log.get(str(f), str(f)) for f, _ in files], dtype=pl.String)
+                                ).gather(file),
               **{c: pl.lit(pl.Series([hive_values(f)[c] for f, _ in files], dtype=pl.String)).gather(file)
                  for c in partitions}}
         return shaped(rows, keep, at)
@@ -579,7 +591,9 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     label, files, unread = expand(inputs)
     _FILES[label] = tuple(files)
     made: dict[tuple, tuple] = {}
-    opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made) for path in files], selection)
+    named = names_in_log(inputs) if mapping is not None and "source_file" in mapping.round_id else {}
+    opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made, named) for path in files],
+                     selection)
     if not any(_has_rows(path, one.rows(0, 1, narrowed=False)) for path, one in zip(files, opened)):
         raise InputError(f"{files[0]}: the header has no rows under it; nothing to audit" if len(files) == 1
                          else f"{label}: none of its {len(files)} files has a row under its header; nothing to audit")

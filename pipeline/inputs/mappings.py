@@ -174,6 +174,9 @@ def columns_of(mapping: Mapping | None, dtypes: dict[str, pl.DataType], contract
     broken = []
     for hand, listed in mapping.cards.items():
         read = _field(listed.field, dtypes)
+        if read is None and not any(column in found for column in card_columns(hand)):
+            raise InputError(f"{path}: the mapping reads the {hand}'s cards from field {listed.field}, which the "
+                             f"log does not have (found: {', '.join(dtypes)})")
         if read is None:
             continue
         hand_cards, count = _cards(listed, *read, path)
@@ -198,10 +201,13 @@ def columns_of(mapping: Mapping | None, dtypes: dict[str, pl.DataType], contract
     return found, broken
 
 
-def derived_round_id(mapping: Mapping) -> pl.Expr:
+def derived_round_id(mapping: Mapping, file_name: pl.Expr) -> pl.Expr:
     """The round_id made of the columns the mapping names, as text (trimmed, translated), joined by
-    '/'; null where one of them is empty, which quarantines the row as a round without an id."""
-    return pl.concat_str([pl.col(part).cast(pl.String) for part in mapping.round_id], separator="/")
+    '/'; null where one of them is empty, which quarantines the row as a round without an id. Its
+    file is `file_name`, the name the log argument gives it (`discover.names_in_log`), not the path
+    as typed: the same file gives the same ids wherever the command runs."""
+    return pl.concat_str([file_name if part == "source_file" else pl.col(part).cast(pl.String)
+                          for part in mapping.round_id], separator="/")
 
 
 def _field(path: str, dtypes: dict[str, pl.DataType]) -> tuple[pl.Expr, pl.DataType] | None:
