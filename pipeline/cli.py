@@ -147,7 +147,7 @@ def audit(
         parser=_moment, metavar="TIME", help=f"Audit only rounds dealt at or after this ({SINCE}).")] = None,
     until: Annotated[datetime | None, typer.Option(
         parser=_end, metavar="TIME", help=f"Audit only rounds dealt at or before this ({UNTIL}).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing but errors: no progress, no summary.")] = False,
     fail_on: Annotated[str, typer.Option(
         metavar="KINDS", help="Which of findings, quarantine, contract set exit code 1 (comma-separated).")
     ] = ",".join(audit_run.FAIL_ON),
@@ -183,6 +183,8 @@ def audit(
     s = result.summary
     if as_json:
         typer.echo(json.dumps(s, indent=2))
+        raise typer.Exit(result.exit_code)
+    if quiet:  # the exit code and summary.json say the rest
         raise typer.Exit(result.exit_code)
     kept = summary_of.narrowing(s)
     if kept:

@@ -710,3 +710,12 @@ def test_generate_refuses_more_profiles_than_tables(tmp_path):
     assert done.returncode == 2 and done.stderr == ("error: 3 profiles for 2 tables: super-6 would deal no round; "
                                                     "give --tables 3 or more\n")
     assert not (tmp_path / "g").exists()
+
+
+def test_quiet_prints_nothing_but_errors(tmp_path):
+    done = subprocess.run([*TOOL, "audit", str(SAMPLE / "rounds.csv"), "--out", str(tmp_path / "out"), "--quiet",
+                           "--no-contract"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "")
+    refused = subprocess.run([*TOOL, "audit", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"), "--quiet"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("error: ")

@@ -457,3 +457,15 @@ def test_integrity_finds_what_working_each_shoe_out_by_hand_finds(tmp_path_facto
         pl.col("check").is_in(["CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"]))
     assert set(findings.select("source_row", "check", "expected", "recorded").iter_rows()) == \
         _integrity_by_hand(rows, 1, started)
+
+
+def test_a_p_value_past_what_a_float_holds_is_said_below_1e_300_not_0(tmp_path):
+    """A table whose 9,000 rounds were all Banker wins (a log kept of them alone): its p-values are below
+    the smallest float; the finding and the report say "< 1e-300", never "p = 0"."""
+    rounds = pl.read_parquet(generate.write(generate.generate(20000, seed=3, tables=1), tmp_path / "log")["parquet"])
+    rounds.filter(pl.col("outcome") == "BANKER").write_parquet(tmp_path / "banker.parquet")
+    run.audit(tmp_path / "banker.parquet", tmp_path / "out", QUICK)
+    (stats,) = _findings(tmp_path / "out", ("TABLE_STATS",)).iter_rows(named=True)
+    assert stats["recorded"] == "< 1e-300" and stats["detail"].endswith("Benjamini-Hochberg corrected p < 1e-300.")
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert '<td class="num">&lt; 1e-300</td>' in page and '<td class="num">0</td><td class="num">0</td>' not in page

@@ -40,6 +40,7 @@ def as_rounds_csv(tmp_path_factory) -> baccarat_audit.Audit:
     ("nested_rounds.jsonl", "nested-json"),  # JSON Lines, hands nested, cards as {"rank", "suit": "hearts"}
     ("card_lists.json", "card-lists"),  # a JSON array, each hand's cards a list: ["10H", "6S"]
     ("card_text.csv", "card-text"),  # each hand's cards one field of text: "KS 3D"
+    ("card_json_text.csv", "card-json-text"),  # each hand's cards a JSON array as text: "[""KS"", ""3D""]"
     ("headerless.csv", "headerless"),  # no header row: the mapping names the columns
     ("one_table.csv", "one-table"),  # no table_id column (a constant), a card not dealt written x or -
 ])
@@ -144,14 +145,17 @@ def test_a_constant_for_a_column_the_log_has_is_exit_2_naming_both(tmp_path):
     assert "the mapping gives table_id the constant 'T9', but the log has a table_id column already" in done.stderr
 
 
-def test_a_card_list_of_another_kind_than_the_mapping_says_is_exit_2_naming_the_field(tmp_path):
+def test_a_card_field_of_text_that_is_no_json_array_quarantines_its_rows_naming_the_field(tmp_path):
+    """Text without a separator is read as a JSON array of cards; a row whose text is not one is
+    quarantined, the reason saying what a separator is for."""
     mapping = tmp_path / "m.json"
     mapping.write_text(json.dumps({"columns": {"round": "round_id"},
                                    "cards": {"player": {"field": "P1", "separator": " "}, "banker": {"field": "B1"}}}))
     done = cli("audit", DATA / "provider_b_rounds.csv", "--mapping", mapping, "--out", tmp_path / "out")
-    assert done.returncode == 2
-    assert done.stderr.endswith("B1 is stored as String; expected a list of cards, or text with a separator "
-                                "between them\n")
+    assert done.returncode == 1, done.stderr
+    reasons = pl.read_parquet(tmp_path / "out" / "quarantine.parquet")["reason"]
+    assert reasons.len() == 300 and reasons.str.contains(
+        "B1 'C_K' is not a JSON array of cards (a mapping's separator splits other text)", literal=True).any()
 
 
 def test_a_card_list_over_card_columns_the_log_has_is_exit_2_naming_both(tmp_path):
@@ -372,3 +376,24 @@ def test_explain_of_a_part_of_a_derived_round_id_hints_at_the_derived_form():
     assert done.returncode == 2 and done.stderr == (
         f"error: {DATA / 'layouts' / 'no_ids.csv'}: no row has round_id '13'; this log's round_ids are derived "
         "from table_id, shoe_id, hand_no, joined by '/', such as 'T01/T01-S0002/1'\n")
+
+
+def test_payouts_written_net_are_settled_as_the_same_bets_written_gross(tmp_path):
+    """data/layouts/bets_net.csv: the bets of the layouts' rounds (data/bets.csv) with each payout
+    written net, read with the net-paid mapping: settled as the gross log is, bet for bet."""
+    rounds = DATA / "layouts" / "card_text.csv"
+    gross = pl.read_csv(DATA / "bets.csv", infer_schema=False).filter(pl.col("round_id").str.contains("^T01-S000[23]-"))
+    gross.write_csv(tmp_path / "gross.csv")
+    net = baccarat_audit.audit(rounds, mapping="card-text", bets=DATA / "layouts" / "bets_net.csv",
+                               bets_mapping="net-paid", as_of=AS_OF)
+    written = baccarat_audit.audit(rounds, mapping="card-text", bets=tmp_path / "gross.csv", as_of=AS_OF)
+    keys = ("bets_read", "bets_settled", "bets_quarantined", "bets_flagged", "money", "findings")
+    assert {k: net.summary[k] for k in keys} == {k: written.summary[k] for k in keys}
+    assert net.summary["bets_read"] == gross.height and net.summary["findings"]["SETTLEMENT"] > 0
+    settled = ["round_id", "bet_id", "check", "expected"]
+    assert net.findings.select(settled).equals(written.findings.select(settled))
+    unmapped = baccarat_audit.audit(rounds, mapping="card-text", bets=DATA / "layouts" / "bets_net.csv", as_of=AS_OF)
+    assert unmapped.summary["bets_quarantined"] > gross.height // 3  # every lost bet "negative"
+    (tmp_path / "net_rounds.json").write_text(json.dumps({"name": "wrong", "paid": "net"}))
+    done = cli("audit", rounds, "--mapping", tmp_path / "net_rounds.json", "--out", tmp_path / "o")
+    assert done.returncode == 2 and "paid: net), but maps a round log; give it as the bet log's mapping" in done.stderr

@@ -292,6 +292,12 @@ def outcomes_compared(table: pl.DataFrame) -> dict:
             "disagree": sorted(replayed ^ recorded)}
 
 
+def p_text(p: float) -> str:
+    """A p-value as a sentence says it: "= 3.2e-07", or "< 1e-300" where it is below what a float
+    tells from 0 (never "p = 0": no table is impossible, only past measuring)."""
+    return "< 1e-300" if p < 1e-300 else f"= {p:.3g}"
+
+
 def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pl.DataFrame:
     """TABLE_STATS findings: one per table flagged by the replay's tests, naming its most significant."""
     flagged = (table.filter(pl.col("flagged") & pl.col("test").is_in(FLAGGED_TESTS)).sort("p_adjusted")
@@ -300,7 +306,7 @@ def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) ->
         f"Table {r['group']}: {r['test'].replace('_', ' ')} over {r['rounds']} rounds "
         + (f"gives chi-square {r['statistic']:.1f} on 2 df" if r["observed"] is None
            else f"observed {r['observed']:.0f}, expected {r['expected']:.1f} (z = {r['statistic']:.2f})")
-        + f"; Benjamini-Hochberg corrected p = {r['p_adjusted']:.3g}."
+        + f"; Benjamini-Hochberg corrected p {p_text(r['p_adjusted'])}."
         for r in flagged.iter_rows(named=True)
     ]
     return pl.DataFrame({
@@ -311,6 +317,6 @@ def table_findings(table: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) ->
         "dealt_at": [None] * flagged.height, "bet_id": [None] * flagged.height,
         "check": ["TABLE_STATS"] * flagged.height,
         "expected": [f"corrected p >= {threshold:g}"] * flagged.height,
-        "recorded": [f"{p:.3g}" for p in flagged["p_adjusted"]],
+        "recorded": [p_text(p).removeprefix("= ") for p in flagged["p_adjusted"]],
         "detail": detail,
     }, schema=FINDINGS_SCHEMA).select(*PLACE_COLUMNS, "check", "expected", "recorded", "detail")

@@ -14,6 +14,7 @@ from decimal import Decimal
 import polars as pl
 
 from ..rules import bets, cards
+from ..rules.bets import AMOUNT
 from ..inputs import profile_files
 from ..rules.lookup import position
 from .findings import FINDINGS_SCHEMA
@@ -25,7 +26,6 @@ CODES = ("SETTLEMENT", "DUPLICATE_BET")  # the checks of the bets, run with --be
 MEANING = "A bet was paid other than its round's rules profile says, to the smallest unit."
 DUPLICATE_MEANING = ("The bet_id appears on more than one row of the bet log: a bet recorded twice may have "
                      "been paid twice. Every copy is settled as a bet of its own and flagged.")
-AMOUNT = r"^([0-9]{1,12})(?:\.([0-9]{1,4}))?$"  # ASCII digits: Python's \d and Decimal take "١٠" too
 E8, E12 = 10**8, 10**12
 ROUND_FACTS = ("profile", "table_id", "shoe_id", "hand_no", "dealt_at", *bets.FACTS)
 BET_COLUMNS = ("source_file", "source_row", "round_id", "bet_id", "bet_type", "stake", "paid", "seat", "player_id",

@@ -520,6 +520,8 @@ def text_columns(contract_name: str, found: dict[str, mappings.Column], mapping:
         # Empty text is null by then: an empty value in the table translates nothing.
         finished |= {c: mappings.translated(pl.col(c), finished.get(c, pl.col(c)), table)
                      for c, table in mapping.values.items() if c in trimmed}
+        if mapping.paid == "net" and {"paid", "stake"} <= set(present):
+            finished["paid"] = mappings.gross_paid(finished.get("paid", pl.col("paid")), pl.col("stake"))
     return trimmed, finished
 
 

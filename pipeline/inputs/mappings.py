@@ -20,6 +20,7 @@ import polars as pl
 
 from .card_events import POSITIONS, Events
 from ..errors import InputError
+from ..rules.bets import AMOUNT
 from ..rules.lookup import position
 
 HANDS = ("player", "banker")
@@ -54,6 +55,7 @@ class Mapping:
     round_id: tuple[str, ...] = ()  # a log without round_ids: the columns a round's id is made of
     notation: str = "cards"  # how the cards are written: "points" for card points only (`cards.NOTATIONS`)
     events: Events | None = None  # a card-event log: where each event's round, position and card are
+    paid: str = "gross"  # a bet log's payouts: "gross" (the stake included) or "net" (the winnings alone)
 
     @property
     def derived_id(self) -> str | None:
@@ -67,7 +69,7 @@ class Mapping:
         to_null = any(new is None for table in self.values.values() for new in table.values())
         points = self.notation != "cards"
         return bool(self.cards or self.constants or self.header or self.round_id or self.events or nested
-                    or to_null or points)
+                    or to_null or points or self.paid != "gross")
 
 
 def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_name: str) -> Mapping:
@@ -88,7 +90,10 @@ def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_n
                       _tables(path, data.get("values", {}), contract_columns), path, cards,
                       data.get("constants", {}), tuple(data["header"]) if "header" in data else None,
                       tuple(data.get("round_id", ())), data.get("notation", "cards"),
-                      Events(**data["events"]) if "events" in data else None)
+                      Events(**data["events"]) if "events" in data else None, data.get("paid", "gross"))
+    if mapping.paid != "gross" and contract_name != "bet_log":
+        raise InputError(f"{path}: the mapping says how payouts are written (paid: {mapping.paid}), but maps a "
+                         f"{contract_name.replace('_', ' ')}; give it as the bet log's mapping")
     _check(mapping, contract_columns, contract_name)
     return mapping
 
@@ -180,6 +185,10 @@ def columns_of(mapping: Mapping | None, dtypes: dict[str, pl.DataType], contract
         if read is None:
             continue
         hand_cards, count = _cards(listed, *read, path)
+        if listed.separator is None and read[1] == pl.String:  # text that should be a JSON array of cards
+            text = read[0].str.strip_chars()
+            broken.append(pl.when((text != "") & ~_json_array(text)).then(pl.format(
+                f"{listed.field} '{{}}' is not a JSON array of cards (a mapping's separator splits other text)", text)))
         had = next((column for column in card_columns(hand) if column in found), None)
         if had:
             raise InputError(f"{path}: the mapping spreads {listed.field} over the {hand}'s cards, but the log has "
@@ -234,9 +243,15 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
             raise InputError(f"{path}: {listed.field} is stored as {dtype}; a separator splits text")
         text = expr.str.strip_chars()
         expr = pl.when(text != "").then(text.str.split(listed.separator))
+    elif dtype == pl.String:  # a JSON array written as text in a CSV field: ["4", "2"] or [4, 2]
+        text = expr.str.strip_chars()
+        inside = text.str.strip_prefix("[").str.strip_suffix("]").str.strip_chars()
+        expr = (pl.when(_json_array(text) & (inside != ""))
+                .then(inside.str.split(",").list.eval(pl.element().str.strip_chars().str.strip_chars('"')))
+                .when(_json_array(text)).then(pl.lit([], pl.List(pl.String))))
     elif not isinstance(dtype, pl.List):
-        raise InputError(f"{path}: {listed.field} is stored as {dtype}; expected a list of cards, or text "
-                         "with a separator between them")
+        raise InputError(f"{path}: {listed.field} is stored as {dtype}; expected a list of cards, text "
+                         "with a separator between them, or a JSON array as text")
     each = [expr.list.get(i, null_on_oob=True) for i in range(CARDS_PER_HAND)]
     inner = dtype.inner if isinstance(dtype, pl.List) else pl.String
     if listed.rank is not None:
@@ -252,6 +267,11 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
     else:
         each = [card.cast(pl.String) for card in each]
     return each, expr.list.len()
+
+
+def _json_array(text: pl.Expr) -> pl.Expr:
+    """Whether trimmed text is written as a JSON array of plain values (a card is no record, nor holds a comma)."""
+    return text.str.starts_with("[") & text.str.ends_with("]") & ~text.str.contains(r"[{}\[\]].*[{}\[\]].*[{}\[\]]")
 
 
 def translated(text: pl.Expr, otherwise: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
@@ -270,3 +290,15 @@ def _words(text: pl.Expr, table: dict[str, str | None]) -> pl.Expr:
     """`text` trimmed, with the table's words in its place (a suit's "hearts" as H)."""
     text = text.str.strip_chars()
     return translated(text, text, table)
+
+
+def gross_paid(paid: pl.Expr, stake: pl.Expr) -> pl.Expr:
+    """A payout written net (the winnings: a lost bet -stake, a push 0) as the audit reads payouts,
+    gross (the stake included), exact text; as written where either is not an amount, for the
+    settlement to quarantine as it would."""
+    amount = AMOUNT.removeprefix("^")
+    both = paid.str.contains(f"^-?{amount}") & stake.str.contains(AMOUNT)
+    scale = pl.Decimal(20, 4)
+    gross = (paid.cast(scale, strict=False) + stake.cast(scale, strict=False)).cast(pl.String)
+    # "195.0000" as "195", "94.7500" as "94.75"
+    return pl.when(both).then(gross.str.strip_chars_end("0").str.strip_chars_end(".")).otherwise(paid)

@@ -289,8 +289,8 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
     rows = [[shown(r["group"]), r["rounds"], r["test"].replace("_", " "),
              "" if r["observed"] is None else f"{r['observed']:.0f}",
              "" if r["expected"] is None else f"{r['expected']:.1f}", f"{r['statistic']:.2f}",
-             r["method"], r["skipped"] or f"{r['p_value']:.3g}",
-             "" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}",
+             r["method"], r["skipped"] or fairness.p_text(r["p_value"]).removeprefix("= "),
+             "" if r["p_adjusted"] is None else fairness.p_text(r["p_adjusted"]).removeprefix("= "),
              ("FLAGGED" if r["test"] in fairness.FLAGGED_TESTS else "fails") if r["flagged"] else ""]
             for r in tests.filter(pl.col("level") == "table").head(MOST_TABLES * TESTS_A_TABLE).iter_rows(named=True)]
     return ("<h2>Fairness</h2>"

@@ -30,6 +30,8 @@ FACTS = ("result", "player_final", "banker_final", "player_cards", "banker_cards
 #: cards of its round.
 VOID = ("VOID", "VOIDED", "CANCELLED", "CANCELED", "REFUNDED")
 OPEN = ("OPEN", "PENDING", "UNSETTLED")
+#: An amount as a log writes it: digits, up to 4 decimals. ASCII digits: Python's \d and Decimal take "١٠" too.
+AMOUNT = r"^([0-9]{1,12})(?:\.([0-9]{1,4}))?$"
 
 
 def _dragon_bonus(side: str) -> tuple:
