@@ -26,7 +26,7 @@ from .outputs import summary as summary_of
 from .engines import run as audit_run
 from .errors import EXIT_CANNOT_RUN, EXIT_CLEAN, EXIT_FAILED, EXIT_FLAGGED, InputError, failure
 from .inputs.selection import Selection
-from .outputs.shown import shown
+from .outputs.shown import counted, shown
 
 app = typer.Typer(
     help="Replay punto banco round logs and flag every departure from the procedure.",
@@ -51,12 +51,6 @@ def tool(version: Annotated[bool, typer.Option("--version", is_eager=True, callb
 
 SHOWN = 8  # findings printed by `audit`; all of them are in findings.parquet
 ERROR_CHARS = 1000  # an error line is shortened past this: it may quote a value of the log
-
-
-def _counted(count: int, noun: str, spec: str = "", plural: str | None = None) -> str:
-    """"1 round", "2 rounds" (`spec` formats the number): the counts `audit` prints, read by a person
-    as often as by a job."""
-    return f"{count:{spec}} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _fail(error: InputError) -> typer.Exit:
@@ -189,14 +183,14 @@ def audit(
     kept = summary_of.narrowing(s)
     if kept:
         in_files = summary_of.rows_in_files(s)
-        read = (f"{_counted(s['rows_read'], 'row')} selected ({kept}) of "
+        read = (f"{counted(s['rows_read'], 'row')} selected ({kept}) of "
                 f"{'the' if in_files is None else f'{in_files:,}'} rows in the log")
     else:
-        read = f"{_counted(s['rows_read'], 'row')} read"
-    typer.echo(f"{read}: {_counted(s['rounds_audited'], 'round')} audited, "
-               f"{s['rows_quarantined']} quarantined, {_counted(s['rounds_flagged'], 'round')} flagged.")
+        read = f"{counted(s['rows_read'], 'row')} read"
+    typer.echo(f"{read}: {counted(s['rounds_audited'], 'round')} audited, "
+               f"{s['rows_quarantined']} quarantined, {counted(s['rounds_flagged'], 'round')} flagged.")
     if "bets_read" in s:
-        typer.echo(f"{_counted(s['bets_read'], 'bet')} read: {s['bets_settled']} settled, {s['bets_quarantined']} "
+        typer.echo(f"{counted(s['bets_read'], 'bet')} read: {s['bets_settled']} settled, {s['bets_quarantined']} "
                    f"quarantined, {s['bets_flagged']} wrongly paid (overpaid "
                    f"{settlement.in_currencies(s['money'], 'overpaid')}, underpaid "
                    f"{settlement.in_currencies(s['money'], 'underpaid')}).")
@@ -204,7 +198,7 @@ def audit(
         typer.echo(f"Warning: {s['bets_not_judged']}.")
     if s["inputs_not_read"]:
         names = [f"{shown(u['path'])} ({u['reason']})" for u in s["inputs_not_read"]]
-        typer.echo(f"Not read: {_counted(len(names), 'entry', plural='entries')} of the input folders: "
+        typer.echo(f"Not read: {counted(len(names), 'entry', plural='entries')} of the input folders: "
                    f"{', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
     for check, count in s["findings"].items():
         if count:
@@ -232,7 +226,7 @@ def audit(
     written = [name for name in (*audit_run.OUTPUTS, audit_run.DOCS) if (out / name).exists()]
     typer.echo(f"Written to {shown(out, ERROR_CHARS)}/: {', '.join(written)}")
     seconds = time.perf_counter() - started
-    typer.echo(f"{_counted(s['rows_read'], 'round', ',')} in {seconds:.1f} s "
+    typer.echo(f"{counted(s['rows_read'], 'round', ',')} in {seconds:.1f} s "
                f"({s['rows_read'] / seconds:,.0f} rounds/s)")
     raise typer.Exit(result.exit_code)
 
@@ -339,8 +333,8 @@ def generate(
         paths = generator.write(log, out)
     except InputError as error:
         raise _fail(error) from None
-    typer.echo(f"{_counted(len(log.rows), 'round')} and {_counted(len(log.bets), 'bet')} "
-               f"({_counted(len(log.faults), 'fault')}) written to "
+    typer.echo(f"{counted(len(log.rows), 'round')} and {counted(len(log.bets), 'bet')} "
+               f"({counted(len(log.faults), 'fault')}) written to "
                f"{out}/; the faults are listed in {paths['faults']}")
 
 

@@ -611,15 +611,16 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
         "NEVER_DEALT,T1,S1,5,2026-11-01T18:04:00Z,10H,10S,2D,7C,,,BANKER",  # Player stood on 2
         "BY_THE_BOOK,T1,S1,6,2026-11-01T18:05:00Z,10H,10S,6D,7C,,,BANKER",
     ]) + "\n")
+    other = {"same": False, "same_result": False, "totals_recorded_are_the_procedure's": False}  # no totals recorded
     expected = {
         "NATURAL": {"known": True, "player": 8, "banker": 4, "player_cards": 2, "banker_cards": 2,
-                    "result": "PLAYER", "same": False},
+                    "result": "PLAYER", **other},
         "PLAYER_STOOD_ON_7": {"known": True, "player": 7, "banker": 7, "player_cards": 2, "banker_cards": 2,
-                              "result": "TIE", "same": False},
+                              "result": "TIE", **other},
         "BANKER_DREW": {"known": True, "player": 6, "banker": 7, "player_cards": 2, "banker_cards": 2,
-                        "result": "BANKER", "same": False},
+                        "result": "BANKER", **other},
         "BY_THE_BOOK": {"known": True, "player": 6, "banker": 7, "player_cards": 2, "banker_cards": 2,
-                        "result": "BANKER", "same": True},
+                        "result": "BANKER", "same": True, "same_result": True},
     }
     for round_id in ("NATURAL", "PLAYER_STOOD_ON_7", "BANKER_WOULD_DRAW", "BANKER_DREW", "NEVER_DEALT", "BY_THE_BOOK"):
         done = run("explain", log, round_id, "--json")
@@ -657,7 +658,7 @@ def test_explain_gives_each_bet_as_paid_as_due_on_the_cards_and_as_due_by_the_pr
     bets = _write(tmp_path / "bets.csv", "\n".join([
         "bet_id,round_id,bet_type,stake,paid",
         "B1,NATURAL,BANKER,10,19.50", "B2,NATURAL,PLAYER,10,0", "B3,NATURAL,PLAYER_PAIR,10,0",
-        "B4,NEVER_DEALT,PLAYER,10,0",
+        "B4,NEVER_DEALT,PLAYER,10,0", "B5,NEVER_DEALT,BANKER_PAIR,10,0",
     ]) + "\n")
     (natural,) = json.loads(run("explain", log, "NATURAL", "--bets", bets, "--json").output)
     due = {bet["bet_id"]: (bet["paid"], bet["expected"], bet["due_by_procedure"]) for bet in natural["bets"]}
@@ -666,6 +667,9 @@ def test_explain_gives_each_bet_as_paid_as_due_on_the_cards_and_as_due_by_the_pr
     (never,) = json.loads(run("explain", log, "NEVER_DEALT", "--bets", bets, "--json").output)
     assert never["bets"][0]["due_by_procedure"] is None
     assert never["bets"][0]["steps"][-1] == "By the procedure: cannot be known (Player should have drawn and did not)."
+    # A pair bet is decided by the opening cards, dealt the same by the book or not: known.
+    assert never["bets"][1]["due_by_procedure"] == "0.00" and never["bets"][1]["steps"][-1] == (
+        "By the procedure: the same opening cards, which alone decide a BANKER_PAIR bet, so the same 0.00 is due.")
     text = run("explain", log, "NATURAL", "--bets", bets).output
     assert "    Expected 19.50, paid 19.50: correct.\n    By the procedure (Player 8, Banker 4: player wins) 0.00 " in text
 
@@ -719,3 +723,27 @@ def test_quiet_prints_nothing_but_errors(tmp_path):
     refused = subprocess.run([*TOOL, "audit", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"), "--quiet"],
                              capture_output=True, text=True)
     assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("error: ")
+
+
+def test_explain_says_when_only_the_cards_differ_and_when_the_totals_are_the_procedures(tmp_path):
+    """Banker stood on 7 by the book but drew an ace: Banker wins either way, and the log's totals are
+    the procedure's (7), not the cards' (8): a card logged but not dealt. Each comparison names its check."""
+    log = _write(tmp_path / "rounds.csv", "\n".join([
+        "round_id,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3,"
+        "player_total,banker_total,outcome",
+        "LOGGED_NOT_DEALT,10H,10S,6D,7C,,AH,6,7,BANKER",
+    ]) + "\n")
+    done = run("explain", log, "LOGGED_NOT_DEALT")
+    assert done.exit_code == 1
+    assert ("By the procedure the coup would have ended Player 6, Banker 7: banker wins, the result the recorded "
+            "cards give too: only the cards dealt and the totals differ. The recorded totals are the procedure's, "
+            "not the recorded cards': evidence that a third card was logged but not dealt, or dealt but not "
+            "logged.") in done.output
+    assert "MISMATCH: BANKER_DRAW" in done.output and "MISMATCH: BANKER_TOTAL" in done.output
+    (explained,) = json.loads(run("explain", log, "LOGGED_NOT_DEALT", "--json").output)
+    assert [c["check"] for c in explained["comparisons"] if c["agrees"] is False] == ["BANKER_DRAW", "BANKER_TOTAL"]
+
+
+def test_explain_json_gives_hand_no_as_an_integer_as_findings_do():
+    (explained,) = json.loads(run("explain", SAMPLE / "rounds.csv", "T01-S0002-C056", "--json").output)
+    assert explained["hand_no"] == 56 and isinstance(explained["hand_no"], int)

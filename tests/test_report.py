@@ -35,7 +35,8 @@ def test_the_report_states_the_summary_numbers_and_has_a_section_per_check(sampl
         assert re.search(rf"<td>{label}</td><td class=\"num\">{summary[key]:,}</td>", page), label
     assert f'<td class="num">{summary["overpaid"]}</td>' in page
     for check, count in summary["findings"].items():
-        assert (f'<h3 id="{check}">{check}: {count:,} findings</h3>' in page) == (count > 0)
+        said = f"{count:,} finding{'' if count == 1 else 's'}"
+        assert (f'<h3 id="{check}">{check}: {said}</h3>' in page) == (count > 0)
     for source in summary["inputs"]:
         assert source["sha256"] in page
     assert "Player drew, so the tableau row for Banker" in page or "Player stood, so Banker" in page
@@ -195,7 +196,7 @@ def test_the_verdict_counts_rounds_and_bets_apart_and_names_unfair_tables(tmp_pa
                            tmp_path / "log")
     result = run.audit(paths["csv"], tmp_path / "out", run.Options(bets=paths["bets_csv"]))
     found = result.summary["findings"]
-    rounds = sum(n for check, n in found.items() if check not in ("SETTLEMENT", "DUPLICATE_BET"))
+    rounds = sum(n for check, n in found.items() if check not in ("SETTLEMENT", "DUPLICATE_BET", "TABLE_STATS"))
     verdict = _verdict(tmp_path / "out")
     assert result.summary["fairness"]["tables_flagged"] == ["T02"] and found["SETTLEMENT"] > 0
     assert f"{rounds:,} round findings on " in verdict and f"{found['SETTLEMENT']:,} bet findings" in verdict
@@ -289,3 +290,25 @@ def test_a_bet_log_of_another_night_is_said_to_be_one_and_its_settlement_no_verd
     run.audit(same_night["csv"], tmp_path / "same_out", run.Options(validate=False, bets=same_night["bets_csv"]))
     summary = json.loads((tmp_path / "same_out" / "summary.json").read_text())
     assert summary["bets_without_round"] == 0 and "bets_not_judged" not in summary
+
+
+def test_the_verdict_counts_in_words_a_person_reads(tmp_path):
+    """One finding is "1 round finding on 1 round", never "1 findings"; a table's finding is not a round's."""
+    log = tmp_path / "first.csv"
+    log.write_text("\n".join((DATA / "rounds.csv").read_text().splitlines()[:141]) + "\n")
+    assert cli("audit", log, "--out", tmp_path / "out", "--no-contract").returncode == 1
+    assert _verdict(tmp_path / "out").startswith("Not clean: 1 round finding on 1 round. ")
+
+
+def test_skipped_checks_show_a_dash_and_a_log_without_times_or_rounds_says_so(tmp_path):
+    """A check that did not run found nothing because it did not look: "-", not 0. A log whose dealt_at
+    cannot be read has no period; a log whose every row is quarantined had nothing audited."""
+    rows = pl.read_csv(DATA / "rounds.csv", infer_schema=False).head(50)
+    rows.with_columns(dealt_at=pl.lit("soon")).write_csv(tmp_path / "timeless.csv")
+    rows.with_columns(player_card_1=pl.lit("ZZ")).write_csv(tmp_path / "unreadable.csv")
+    cli("audit", tmp_path / "timeless.csv", "--out", tmp_path / "a", "--no-contract")
+    page = (tmp_path / "a" / "report.html").read_text()
+    assert "<td>SETTLEMENT</td><td>" in page and re.search(r"<td>skipped: no bet log given</td><td class=\"num\">-</td>", page)
+    assert "Period unknown: no dealt_at of a round audited could be read." in _verdict(tmp_path / "a")
+    cli("audit", tmp_path / "unreadable.csv", "--out", tmp_path / "b", "--no-contract")
+    assert "Nothing audited: every row of the round log was quarantined." in _verdict(tmp_path / "b")

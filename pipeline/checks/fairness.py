@@ -200,14 +200,18 @@ def statistics(counts: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD, skipp
 
 def _binomial_two_sided(observed: np.ndarray, n: np.ndarray, chance: np.ndarray) -> np.ndarray:
     """The exact two-sided binomial p-value of each `observed` count of `n` trials at `chance`: twice
-    the smaller tail, at most 1."""
+    the smaller tail, at most 1. Worked out once per distinct (count, trials, chance): the shoes of a
+    large log repeat a few thousand of them, and each tail is an incomplete beta function."""
     from scipy.special import bdtr, bdtrc
 
-    k, n = observed.astype(np.int64), n.astype(np.int64)
-    chance = np.clip(chance, 0.0, 1.0)
-    below = bdtr(k, n, chance)  # P(X <= k)
-    above = np.where(k > 0, bdtrc(np.maximum(k - 1, 0), n, chance), 1.0)  # P(X >= k)
-    return np.minimum(1.0, 2 * np.minimum(below, above))
+    asked = pl.DataFrame({"k": observed.astype(np.int64), "n": n.astype(np.int64),
+                          "chance": np.clip(chance, 0.0, 1.0)})
+    distinct = asked.unique()
+    k, trials, at = (distinct[c].to_numpy() for c in ("k", "n", "chance"))
+    below = bdtr(k, trials, at)  # P(X <= k)
+    above = np.where(k > 0, bdtrc(np.maximum(k - 1, 0), trials, at), 1.0)  # P(X >= k)
+    tails = distinct.with_columns(p=np.minimum(1.0, 2 * np.minimum(below, above)))
+    return asked.join(tails, on=["k", "n", "chance"], how="left", maintain_order="left", nulls_equal=True)["p"].to_numpy()
 
 
 def _multinomial(groups: pl.DataFrame, outcomes: tuple[str, ...], rounds: str) -> np.ndarray:

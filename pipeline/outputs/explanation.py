@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+import polars as pl
+
 from ..rules import bets, cards, profiles, tableau
 from ..inputs import profile_files
 from ..inputs import ingest
@@ -72,18 +74,27 @@ def explain(row: dict, ranked: bool = True) -> dict:
         ("outcome", coup.result, row.get("outcome")),
     ]
     comparisons = [
-        {"field": field, "replayed": replayed, "recorded": recorded,
+        {"field": field, "check": check, "replayed": replayed, "recorded": recorded,
          "agrees": None if recorded is None else _agrees(field, replayed, recorded)}
-        for field, replayed, recorded in compared
+        for (field, replayed, recorded), check in zip(compared, COMPARED_CHECKS)
     ]
+    produced = by_the_procedure(coup)
+    if produced["known"] and not produced["same"]:
+        # Recorded totals that are the procedure's, not the cards': a third card logged but not dealt, or
+        # dealt but not logged.
+        totals = (row.get("player_total"), row.get("banker_total"))
+        produced["totals_recorded_are_the_procedure's"] = (
+            totals == (str(produced["player"]), str(produced["banker"]))
+            and totals != (str(coup.player_final), str(coup.banker_final)))
     return {
         "round_id": row["round_id"],
         "source_file": row["source_file"],
         "source_row": row["source_row"],
         **{field: row.get(field) for field in PLACE},
+        "hand_no": whole_number(row.get("hand_no")),
         "profile": row["profile"],
         "first_departure": None if departed is None else {"step": departed, "text": steps[departed - 1]},
-        "by_the_procedure": by_the_procedure(coup),
+        "by_the_procedure": produced,
         "cards": {k: None if c is None else cards.name(c) for k, c in code.items()},
         "replay": coup.__dict__,
         "facts": bets.facts(
@@ -96,10 +107,19 @@ def explain(row: dict, ranked: bool = True) -> dict:
     }
 
 
+def whole_number(text: str | None) -> int | None:
+    """A recorded hand_no as findings.parquet has it (`findings.published`): trimmed and read as an
+    integer by the same cast, None where it is not one."""
+    return pl.Series([text], dtype=pl.String).str.strip_chars().cast(pl.Int64, strict=False)[0]
+
+
 def _outcome_words(result: str) -> str:
     """A coup's result as the explanation says it: "banker wins", "a tie"."""
     return "a tie" if result == "TIE" else f"{result.lower()} wins"
 
+
+#: The check of each comparison, in its order: the code the audit flags a mismatch under.
+COMPARED_CHECKS = ("PLAYER_DRAW", "BANKER_DRAW", "PLAYER_TOTAL", "BANKER_TOTAL", "OUTCOME")
 
 #: How a step says a card was dealt, or not, against the tableau: the procedure broken there.
 AGAINST = "CONTRARY TO THE TABLEAU"
@@ -132,7 +152,7 @@ def by_the_procedure(coup: Replay) -> dict:
     result = tableau.result(player, banker)
     return {"known": True, "player": player, "banker": banker, "player_cards": player_cards,
             "banker_cards": banker_cards, "result": result,
-            "same": (player, banker, player_cards, banker_cards) == recorded}
+            "same": (player, banker, player_cards, banker_cards) == recorded, "same_result": result == coup.result}
 
 
 def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
@@ -211,6 +231,9 @@ def _due_by_procedure(profile: profiles.Profile, bet_type: str, explanation: dic
     step that says so; None where that cannot be known. The pairs are the first two cards', dealt
     either way."""
     produced = explanation["by_the_procedure"]
+    if bet_type in bets.OPENING:  # the first two cards of each hand are dealt the same, by the book or not
+        return money_str(expected), (f"By the procedure: the same opening cards, which alone decide a "
+                                     f"{bet_type} bet, so the same {money_str(expected)} is due.")
     if not produced["known"]:
         return None, f"By the procedure: cannot be known ({produced['why']})."
     if produced["same"]:
@@ -269,8 +292,14 @@ def procedure_text(produced: dict) -> str:
         return f"By the procedure: cannot be known ({produced['why']})."
     if produced["same"]:
         return "By the procedure: the same totals and result as the recorded cards."
-    return (f"By the procedure the coup would have ended Player {produced['player']}, Banker {produced['banker']}: "
-            f"{_outcome_words(produced['result'])}; the recorded cards give another result or totals.")
+    ended = (f"By the procedure the coup would have ended Player {produced['player']}, Banker {produced['banker']}: "
+             f"{_outcome_words(produced['result'])}")
+    said = (f"{ended}, the result the recorded cards give too: only the cards dealt and the totals differ."
+            if produced["same_result"] else f"{ended}; the recorded cards give another result.")
+    if produced.get("totals_recorded_are_the_procedure's"):
+        said += (" The recorded totals are the procedure's, not the recorded cards': evidence that a third card "
+                 "was logged but not dealt, or dealt but not logged.")
+    return said
 
 
 def found_anything(explained: list[dict]) -> bool:
@@ -307,7 +336,7 @@ def render(explanation: dict) -> str:
         lines.append(f"  {procedure_text(explanation['by_the_procedure'])}")
         lines.append("  Recorded against replayed:")
     for c in explanation.get("comparisons", []):
-        mark = {True: "ok", False: "MISMATCH", None: "not recorded"}[c["agrees"]]
+        mark = {True: "ok", False: f"MISMATCH: {c['check']}", None: "not recorded"}[c["agrees"]]
         lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
     for bet in explanation.get("bets", []):
         lines.append(f"  Bet {bet['bet_id']}:")

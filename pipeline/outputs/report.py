@@ -23,7 +23,7 @@ from ..engines import stored
 from ..checks.round_checks import CHECKS
 from ..checks.findings import ON_A_ROUND_ROW, row_key
 from ..errors import InputError, first_line
-from .shown import shown
+from .shown import counted, shown
 from .summary import narrowing, rows_in_files
 from ..inputs.timestamps import timestamp
 
@@ -111,7 +111,8 @@ def _verdict(summary: dict) -> str:
     """The first thing on the page: what was found, counted apart for rounds and bets, and what the
     audit did not look at (checks skipped and why, bets not given), so that a clean run claims no more
     than was checked; the tables flagged for fairness and the period covered."""
-    round_findings = sum(n for check, n in summary["findings"].items() if check not in BET_CHECKS)
+    # A table's finding (TABLE_STATS) is on no round: said apart, as the tables flagged.
+    round_findings = sum(n for check, n in summary["findings"].items() if check not in (*BET_CHECKS, "TABLE_STATS"))
     bet_findings = sum(n for check, n in summary["findings"].items() if check in BET_CHECKS)
     unmet = [role for role, c in summary.get("contract", {}).items() if not c["success"]]
     quarantined = summary["rows_quarantined"] + summary.get("bets_quarantined", 0)
@@ -119,7 +120,10 @@ def _verdict(summary: dict) -> str:
     skipped = {check: state.removeprefix("skipped: ") for check, state in summary["checks"].items()
                if state.startswith("skipped")}
     period = summary.get("period")
-    covered = (f" Rounds dealt from {period['first_dealt_at']} to {period['last_dealt_at']}." if period else "")
+    audited = summary["rows_read"] - summary["rows_quarantined"]
+    covered = (f" Rounds dealt from {period['first_dealt_at']} to {period['last_dealt_at']}." if period
+               else " Period unknown: no dealt_at of a round audited could be read." if audited
+               else " Nothing audited: every row of the round log was quarantined.")
     limits = []
     if skipped:
         ran = len(summary["checks"]) - len(skipped)
@@ -138,16 +142,17 @@ def _verdict(summary: dict) -> str:
         return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{_e(selected)}{bets} were audited '
                 f"and every check that ran found each one {checked} by the book; nothing was quarantined."
                 f"{_e(covered)}{limits_text}</p>")
-    parts = [f"{round_findings:,} round findings on {summary['rounds_flagged']:,} rounds"
+    parts = [f"{counted(round_findings, 'round finding', ',')} on {counted(summary['rounds_flagged'], 'round', ',')}"
              + (f" of {summary['rows_read']:,} selected ({narrowing(summary)})" if narrowing(summary) else "")]
     if "bets_not_judged" in summary:
         parts.append(f"bets not judged: {summary['bets_not_judged']}")
     elif "bets_read" in summary:
-        parts.append(f"{bet_findings:,} bet findings ({summary['bets_flagged']:,} bets wrongly paid)")
+        parts.append(f"{counted(bet_findings, 'bet finding', ',')} "
+                     f"({counted(summary['bets_flagged'], 'bet', ',')} wrongly paid)")
     if summary["rows_quarantined"]:
-        parts.append(f"{summary['rows_quarantined']:,} rows of the round log quarantined")
+        parts.append(f"{counted(summary['rows_quarantined'], 'row', ',')} of the round log quarantined")
     if summary.get("bets_quarantined"):
-        parts.append(f"{summary['bets_quarantined']:,} bets quarantined")
+        parts.append(f"{counted(summary['bets_quarantined'], 'bet', ',')} quarantined")
     if unmet:
         parts.append(f"input contract not met ({', '.join(unmet)})")
     if tables:
@@ -230,8 +235,11 @@ def _explanation(entry: dict) -> str:
 
 def _checks(summary: dict, evidence: dict | None) -> str:
     out = ["<h2>Checks</h2>"]
-    rows = [[code, MEANINGS.get(code, ""), summary["checks"].get(code, "ran"), count]
-            for code, count in summary["findings"].items()]
+    # A skipped check found nothing because it did not look: "-", not 0.
+    codes = [*summary["findings"], *(code for code in summary["checks"] if code not in summary["findings"])]
+    rows = [[code, MEANINGS.get(code, ""), summary["checks"].get(code, "ran"),
+             f"{summary['findings'].get(code, 0):,}" if summary["checks"].get(code, "ran") == "ran" else "-"]
+            for code in codes]
     out.append(_table(["check", "what it means", "state", "findings"], rows, {3}))
     for code, count in summary["findings"].items():
         if not count:
@@ -239,7 +247,7 @@ def _checks(summary: dict, evidence: dict | None) -> str:
         shown = (evidence or {}).get(code, [])
         replayed = (f"The first {len(shown)} in log order, replayed step by step" if evidence is not None
                     else "None replayed here: the folder has no evidence.json")
-        out.append(f'<h3 id="{_e(code)}">{_e(code)}: {count:,} findings</h3><p>{_e(MEANINGS.get(code, ""))}</p>'
+        out.append(f'<h3 id="{_e(code)}">{_e(code)}: {counted(count, "finding", ",")}</h3><p>{_e(MEANINGS.get(code, ""))}</p>'
                    f'<p class="muted">{replayed}; all are in findings.parquet.</p>')
         out += [_explanation(entry) for entry in shown]
     return "".join(out)

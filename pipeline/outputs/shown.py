@@ -47,3 +47,9 @@ def kept_short(value: object, limit: int = SHOWN_CHARS) -> object:
     if isinstance(value, dict):
         return {key: kept_short(item, limit) for key, item in value.items()}
     return value
+
+
+def counted(count: int, noun: str, spec: str = "", plural: str | None = None) -> str:
+    """"1 round", "2 rounds" (`spec` formats the number): counts a person reads, on the terminal and
+    in the report, never "1 findings"."""
+    return f"{count:{spec}} {noun if count == 1 else plural or noun + 's'}"

@@ -67,6 +67,9 @@ BET_TYPES = tuple(CASES)
 #: The bet types decided by the cards' ranks (a pair): not settled on a log of card points.
 RANKED = frozenset(bet_type for bet_type, cases in CASES.items()
                    if any(fact in ("player_pair", "banker_pair") for _, when in cases for fact in when))
+#: The bet types decided by the opening cards alone (the pairs): known whatever the draws.
+OPENING = frozenset(bet_type for bet_type, cases in CASES.items()
+                    if all(fact in ("player_pair", "banker_pair") for _, when in cases for fact in when))
 
 
 def facts(player_final: int, banker_final: int, player_cards: int, banker_cards: int, natural: bool,
