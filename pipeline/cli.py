@@ -327,12 +327,14 @@ def generate(
         "2026-11-01T18:00Z, or whole days earlier where the play would run past the present.")] = None,
 ) -> None:
     """Deal shoe-faithful rounds into a round log, with faults injected at FAULT_RATE."""
-    try:
-        log = generator.generate(rounds, seed, fault_rate, tables, tuple(profile or [profiles.DEFAULT]),
-                                 with_bets=bets, stacked=tuple(stacked or ()), start=start)
-        paths = generator.write(log, out)
-    except InputError as error:
-        raise _fail(error) from None
+    with progress.phases() as on_phase:
+        try:
+            log = generator.generate(rounds, seed, fault_rate, tables, tuple(profile or [profiles.DEFAULT]),
+                                     with_bets=bets, stacked=tuple(stacked or ()), start=start, on_phase=on_phase)
+            on_phase("writing the log")
+            paths = generator.write(log, out)
+        except InputError as error:
+            raise _fail(error) from None
     typer.echo(f"{counted(len(log.rows), 'round')} and {counted(len(log.bets), 'bet')} "
                f"({counted(len(log.faults), 'fault')}) written to "
                f"{out}/; the faults are listed in {paths['faults']}")

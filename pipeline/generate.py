@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,7 +77,8 @@ def deal_coup(shoe: list[int], at: int, wrong: str | None) -> tuple[list[int], l
 
 def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
              profile_names: tuple[str, ...] = (profiles.DEFAULT,), with_bets: bool = False,
-             stacked: tuple[str, ...] = (), start: datetime | None = None) -> Log:
+             stacked: tuple[str, ...] = (), start: datetime | None = None,
+             on_phase: Callable[..., None] = lambda phase, done=None, total=None: None) -> Log:
     """`rounds` coups over `tables` tables (T01, T02, ...), each dealing shoe after shoe from `start`
     (UTC). Without a start, from START, or whole days earlier where that play would run past the
     present: a generated log is dealt before it is audited (TIMESTAMP flags rounds after the present).
@@ -96,6 +98,7 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
         profile = profile_files.load(profile_names[(table - 1) % len(profile_names)])
         clock, dealt, shoe_no = _naive_utc(start) if start else START, 0, 0
         while dealt < per_table and len(log.rows) < rounds:
+            on_phase("dealing rounds", len(log.rows), rounds)  # a shoe at a time: 1M rounds take minutes
             shoe_no += 1
             shoe = new_shoe(rng, profile.decks)
             cut = len(shoe) - rng.randint(14, 16)

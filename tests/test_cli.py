@@ -747,3 +747,38 @@ def test_explain_says_when_only_the_cards_differ_and_when_the_totals_are_the_pro
 def test_explain_json_gives_hand_no_as_an_integer_as_findings_do():
     (explained,) = json.loads(run("explain", SAMPLE / "rounds.csv", "T01-S0002-C056", "--json").output)
     assert explained["hand_no"] == 56 and isinstance(explained["hand_no"], int)
+
+
+def test_explain_gives_a_quarantined_bet_the_audits_reason_and_exits_1(tmp_path):
+    bets = _write(tmp_path / "bets.csv", "round_id,bet_id,bet_type,stake,paid\n"
+                  "T01-S0002-C001,B1,BANKER,abc,10\nT01-S0002-C001,B2,BANKER,10,19.50\n")
+    done = run("explain", SAMPLE / "rounds.csv", "T01-S0002-C001", "--bets", bets)
+    assert done.exit_code == 1
+    assert "    Quarantined by the audit: stake 'abc' is not an amount (digits, up to 4 decimals).\n" in done.output
+    audited = run("audit", SAMPLE / "rounds.csv", "--bets", bets, "--out", tmp_path / "out", "--no-contract")
+    assert audited.exit_code == 1
+    (reason,) = pl.read_parquet(tmp_path / "out" / "bets_quarantine.parquet")["reason"]
+    (explained,) = json.loads(run("explain", SAMPLE / "rounds.csv", "T01-S0002-C001", "--bets", bets, "--json").output)
+    assert [bet.get("quarantined") for bet in explained["bets"]] == [reason, None]
+
+
+def test_generate_shows_its_progress_on_a_terminal(tmp_path):
+    """Dealing a million rounds takes minutes: on a terminal, generate shows the rounds dealt, as audit
+    shows its pieces (under a pseudo-terminal here)."""
+    import pty
+
+    reader, writer = pty.openpty()
+    done = subprocess.run([*TOOL, "generate", "--rounds", "30000", "--out", str(tmp_path / "g")], stdin=writer,
+                          stdout=subprocess.PIPE, stderr=writer, env={**os.environ, "CI": "", "COLUMNS": "120"})
+    os.close(writer)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(reader)
+    assert done.returncode == 0 and b"dealing rounds" in shown, shown[-500:]

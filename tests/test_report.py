@@ -233,12 +233,18 @@ def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_au
     on_rows = pl.read_parquet(sample_audit / "findings.parquet").filter(
         (pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
     expected = on_rows.group_by("source_file", "source_row", maintain_order=True).agg(
-        pl.col("check").unique(maintain_order=True).str.join(", "))
+        pl.col("shoe_id", "hand_no").first(), pl.col("check").unique(maintain_order=True).str.join(", "))
     listed = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", flagged)[1:]]
-    assert [(cells[0], int(cells[1]), cells[4]) for cells in listed] == [
-        (Path(file).name, row, checks) for file, row, checks in expected.iter_rows()]
+    # Each with its shoe, hand and dealt_at, in log order.
+    assert [(cells[0], int(cells[1]), cells[4], int(cells[5]), cells[7]) for cells in listed] == [
+        (Path(file).name, row, shoe, hand, checks) for file, row, shoe, hand, checks in expected.iter_rows()]
+    assert listed[0][6] == "2026-11-01 19:58:20"
     sign_off = page.split('id="sign-off"')[1]
     assert summary["run_id"] in sign_off and summary["as_of"] in sign_off
+    # The verdict and the period restated where the reviewer signs; a base shared by profiles named once.
+    assert "<td>verdict</td><td>Not clean: " in sign_off
+    assert f"<td>period</td><td>Rounds dealt from {summary['period']['first_dealt_at']}" in sign_off
+    assert sign_off.count("standard.toml: SHA-256") == 1
     assert summary["run_by"]["host"] and summary["run_by"]["host"] in sign_off
     assert all(i["sha256"] in sign_off for i in summary["inputs"]) and "Reviewed by:" in sign_off
 

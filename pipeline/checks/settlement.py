@@ -165,6 +165,32 @@ def settle(bet_rows: pl.LazyFrame, rounds: pl.LazyFrame, quarantined_rounds: pl.
     return settle_beside(bet_rows.join(rounds, on="round_id", how="left"), quarantined_rounds, names, ranked)
 
 
+def _row_reasons() -> list[pl.Expr]:
+    """Why a bet cannot be settled whatever its round: its own fields (of `settle_beside`'s columns)."""
+    return [
+        pl.col("malformed"),
+        pl.when(pl.col("bet_id").is_null()).then(pl.lit("bet_id is empty")),
+        pl.when(pl.col("round_id").is_null()).then(pl.lit("round_id is empty")),
+        pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
+        _amount_reason("stake", positive=True),
+        _amount_reason("paid", positive=False),
+        pl.when(pl.col("still_open")).then(pl.format("bet status '{}' is not settled yet", pl.col("status"))),
+    ]
+
+
+def row_reason(bet: dict) -> str | None:
+    """The audit's reason for quarantining a bet (a row of the bet log, as `ingest.rows_for_round` gives
+    it) for its own fields, or None: for `explain`, in the audit's words."""
+    row = pl.DataFrame([{c: bet.get(c) for c in ("malformed", "bet_id", "round_id", "bet_type", "stake", "paid",
+                                                  "status")}],
+                       schema=dict.fromkeys(("malformed", "bet_id", "round_id", "bet_type", "stake", "paid", "status"),
+                                            pl.String))
+    status = pl.col("status").str.to_uppercase()
+    return row.with_columns(stake_e4=amount_e4(pl.col("stake")), paid_e4=amount_e4(pl.col("paid")),
+                            still_open=pl.any_horizontal(status == v for v in bets.OPEN).fill_null(False)
+                            ).select(reasons_text(_row_reasons())).item()
+
+
 def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: list[str], ranked: bool = True
                   ) -> pl.LazyFrame:
     """`settle` of bets already beside the facts of their rounds (`round_facts` joined, null where
@@ -185,15 +211,7 @@ def settle_beside(bet_rows: pl.LazyFrame, quarantined_rounds: pl.Series, names: 
     coded = joined.with_columns(bet_code=bets.bet_type_code(pl.col("bet_type")))
     joined = with_pay(coded.with_columns(case_code=bets.case_code(pl.col("bet_code"))), names)
     round_id = pl.col("round_id")
-    reasons = [
-        pl.col("malformed"),
-        pl.when(pl.col("bet_id").is_null()).then(pl.lit("bet_id is empty")),
-        pl.when(round_id.is_null()).then(pl.lit("round_id is empty")),
-        pl.when(pl.col("bet_type").is_null()).then(pl.lit("bet_type is empty")),
-        _amount_reason("stake", positive=True),
-        _amount_reason("paid", positive=False),
-        pl.when(pl.col("still_open")).then(pl.format("bet status '{}' is not settled yet", pl.col("status"))),
-    ]
+    reasons = _row_reasons()
     by_the_cards = [  # a void bet is settled without its round
         pl.when(round_id.is_not_null() & pl.col("copies").is_null()).then(
             pl.when(pl.col("round_rejected")).then(pl.format("round '{}' is quarantined in the round log", round_id))

@@ -10,7 +10,7 @@ import polars as pl
 from ..rules import bets, cards, profiles, tableau
 from ..inputs import profile_files
 from ..inputs import ingest
-from ..checks.settlement import money_str, parse_amount
+from ..checks.settlement import money_str, parse_amount, row_reason
 from ..rules.coup import Replay, replay
 
 
@@ -221,6 +221,12 @@ def settle_bets(explanation: dict, bet_rows: list[dict], unsettled: str | None =
             due, step = _due_by_procedure(profile, bet_type, explanation, stake, settlement.expected)
             entry["due_by_procedure"] = due
             entry["steps"].append(step)
+        # Quarantined by the audit, in its words: a finding of the round's, as the audit's exit code says.
+        if entry.get("agrees", False) is None:
+            entry["quarantined"] = (row_reason(bet) or (unsettled if unsettled and status not in bets.VOID else None)
+                                    or (f"bet type '{bet_type}' is not offered under profile {profile.name}"
+                                        if settlement is None and bet_type and status not in bets.VOID else None)
+                                    or entry["steps"][0].removeprefix("Cannot be settled: ").rstrip("."))
         settled.append(entry)
     return settled
 
@@ -312,7 +318,7 @@ def found_anything(explained: list[dict]) -> bool:
             return True
         if any(compared["agrees"] is False for compared in explanation.get("comparisons", [])):
             return True
-        if any(bet.get("agrees") is False or "copies" in bet for bet in explanation.get("bets", [])):
+        if any(bet.get("agrees") is False or "copies" in bet or "quarantined" in bet for bet in explanation.get("bets", [])):
             return True
     return False
 
@@ -340,5 +346,6 @@ def render(explanation: dict) -> str:
         lines.append(f"    {c['field']:<13} replayed {c['replayed']:<7} recorded {c['recorded'] or '-':<7} {mark}")
     for bet in explanation.get("bets", []):
         lines.append(f"  Bet {bet['bet_id']}:")
-        lines += [f"    {line}" for line in ([bet["copies"]] if "copies" in bet else []) + bet["steps"]]
+        lines += [f"    {line}" for line in ([bet["copies"]] if "copies" in bet else []) + bet["steps"]
+                  + ([f"Quarantined by the audit: {bet['quarantined']}."] if "quarantined" in bet else [])]
     return "\n".join(lines)

@@ -111,6 +111,14 @@ def _verdict(summary: dict) -> str:
     """The first thing on the page: what was found, counted apart for rounds and bets, and what the
     audit did not look at (checks skipped and why, bets not given), so that a clean run claims no more
     than was checked; the tables flagged for fairness and the period covered."""
+    clean, said, covered, limits = _verdict_parts(summary)
+    limits_text = ("<br>Not checked: " + _e(". ".join(limits)) + ".") if limits else ""
+    return f'<p class="verdict {"clean" if clean else "flagged"}">{_e(said)}{_e(covered)}{limits_text}</p>'
+
+
+def _verdict_parts(summary: dict) -> tuple[bool, str, str, list[str]]:
+    """The verdict as plain text: whether the run is clean, what it found, the period it covers, and
+    what it did not check (`_verdict`, and the sign-off restating it)."""
     # A table's finding (TABLE_STATS) is on no round: said apart, as the tables flagged.
     round_findings = sum(n for check, n in summary["findings"].items() if check not in (*BET_CHECKS, "TABLE_STATS"))
     bet_findings = sum(n for check, n in summary["findings"].items() if check in BET_CHECKS)
@@ -131,7 +139,6 @@ def _verdict(summary: dict) -> str:
                       + "; ".join(f"{check} ({why})" for check, why in skipped.items()))
     if "contract" not in summary:
         limits.append("the input contract (the run was told not to hold the log to it: --no-contract)")
-    limits_text = ("<br>Not checked: " + _e(". ".join(limits)) + ".") if limits else ""
     if not (round_findings or bet_findings or quarantined or unmet or tables):  # the state, not the exit code
         bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
         checked = "dealt, totalled, recorded" + (" and paid" if "bets_read" in summary else "")
@@ -139,9 +146,8 @@ def _verdict(summary: dict) -> str:
         in_files = rows_in_files(summary)
         selected = (f" selected ({kept}) of {'the' if in_files is None else f'{in_files:,}'} rows in the log"
                     if kept else "")
-        return (f'<p class="verdict clean">Clean run: all {summary["rows_read"]:,} rounds{_e(selected)}{bets} were audited '
-                f"and every check that ran found each one {checked} by the book; nothing was quarantined."
-                f"{_e(covered)}{limits_text}</p>")
+        return (True, f"Clean run: all {summary['rows_read']:,} rounds{selected}{bets} were audited and every "
+                      f"check that ran found each one {checked} by the book; nothing was quarantined.", covered, limits)
     parts = [f"{counted(round_findings, 'round finding', ',')} on {counted(summary['rounds_flagged'], 'round', ',')}"
              + (f" of {summary['rows_read']:,} selected ({narrowing(summary)})" if narrowing(summary) else "")]
     if "bets_not_judged" in summary:
@@ -157,7 +163,7 @@ def _verdict(summary: dict) -> str:
         parts.append(f"input contract not met ({', '.join(unmet)})")
     if tables:
         parts.append(f"fairness: table{'s' if len(tables) > 1 else ''} {', '.join(tables)} flagged")
-    return (f'<p class="verdict flagged">Not clean: {_e("; ".join(parts))}.{_e(covered)}{limits_text}</p>')
+    return False, f"Not clean: {'; '.join(parts)}.", covered, limits
 
 
 def _provenance(summary: dict) -> str:
@@ -424,13 +430,16 @@ def _flagged_rounds(findings: pl.LazyFrame) -> str:
     first = on_rows.select(place).unique(maintain_order=True).head(FLAGGED_SHOWN)
     listed = (on_rows.join(first, on=place, how="semi", maintain_order="left")
               .group_by(place, maintain_order=True)
-              .agg(pl.col("round_id", "table_id").first(), pl.col("check").unique(maintain_order=True).str.join(", "))
+              .agg(pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
+                   pl.col("check").unique(maintain_order=True).str.join(", "))
               .collect())
     more = ("" if total <= FLAGGED_SHOWN else
             f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in findings.parquet.</p>')
-    table = _table(["file", "row", "round", "table", "checks"],
+    table = _table(["file", "row", "round", "table", "shoe", "hand", "dealt at (UTC)", "checks"],
                    [[Path(r["source_file"]).name, r["source_row"], shown(r["round_id"]), shown(r["table_id"] or ""),
-                     r["check"]] for r in listed.iter_rows(named=True)], {1})
+                     shown(r["shoe_id"] or ""), "" if r["hand_no"] is None else r["hand_no"],
+                     "" if r["dealt_at"] is None else r["dealt_at"].strftime("%Y-%m-%d %H:%M:%S"), r["check"]]
+                    for r in listed.iter_rows(named=True)], {1, 5})
     return (f"<h2>Flagged rounds</h2><details><summary>{total:,} rows of the round log with a finding"
             f"</summary>{table}{more}</details>")
 
@@ -439,15 +448,18 @@ def _sign_off(summary: dict) -> str:
     """What a reviewer signs: which run (tool, run id, command, who ran it and where, when, the present
     it judged against), of what (each input's SHA-256) under which rules (each profile file's)."""
     who = summary.get("run_by") or {}
-    rows = [["tool", f"{summary['tool']['name']} {summary['tool']['version']}"],
+    _, said, covered, _ = _verdict_parts(summary)
+    rows = [["verdict", said], ["period", covered.strip()],
+            ["tool", f"{summary['tool']['name']} {summary['tool']['version']}"],
             ["run id", summary.get("run_id", "")],
             ["command", " ".join(summary.get("command") or [])],
             ["run by", f"{who.get('user') or 'unknown'} on {who.get('host') or 'unknown'}"],
             ["started, finished", f"{summary['started_at']}, {summary.get('finished_at') or ''}"],
             ["as of (--as-of)", summary.get("as_of", "")]]
     rows += [[f"input ({i['role']})", f"{i['path']}: SHA-256 {i['sha256']}"] for i in summary["inputs"]]
-    rows += [["rules", f"{path}: SHA-256 {sha}"] for files in summary["rules"]["profiles"].values()
-             for path, sha in files.items()]
+    # A base shared by several profiles (standard.toml) is named once.
+    files = {path: sha for named in summary["rules"]["profiles"].values() for path, sha in named.items()}
+    rows += [["rules", f"{path}: SHA-256 {sha}"] for path, sha in files.items()]
     rows += [["contract", f"{path}: SHA-256 {sha}"] for path, sha in summary["rules"]["contract"].items()]
     return ("<h2>Sign-off</h2>" + _table(["", ""], rows)
             + '<p class="signature">Reviewed by: ______________________ &nbsp; Date: ____________ '
