@@ -32,6 +32,9 @@ TOOL = "baccarat-audit"
 LEFTOVER = re.compile(r"^\.(audit-[0-9a-f]{12}|(baccarat-audit\.json|report\.html)(\.[a-z0-9_]{8})?\.tmp)$")
 LOCK = ".lock"  # held by a live run in its staging folder, so that another run does not remove it
 
+_UMASK = os.umask(0o022)  # read once (setting it is the only way), and put back at once
+os.umask(_UMASK)
+
 Stamp = tuple[int, int]  # a file's size and modification time (ns): what tells it from one put in its place
 
 
@@ -76,6 +79,7 @@ def _written_beside(target: Path, text: str) -> Path:
     """`text` in a new hidden file beside `target`, made with O_EXCL under a random name: never
     written through a link someone left there."""
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name.lstrip('.')}.", suffix=".tmp")
+    os.fchmod(handle, 0o666 & ~_UMASK)  # as any file the run writes, not mkstemp's owner-only 0600
     with os.fdopen(handle, "w", encoding="utf-8") as staged:
         staged.write(text)
     return Path(name)

@@ -33,7 +33,8 @@ def test_the_report_states_the_summary_numbers_and_has_a_section_per_check(sampl
     for label, key in (("rounds read", "rows_read"), ("rounds flagged", "rounds_flagged"),
                        ("bets wrongly paid", "bets_flagged"), ("bets quarantined", "bets_quarantined")):
         assert re.search(rf"<td>{label}</td><td class=\"num\">{summary[key]:,}</td>", page), label
-    assert f'<td class="num">{summary["overpaid"]}</td>' in page
+    whole, fraction = summary["overpaid"].split(".")
+    assert int(whole) >= 1000 and f'<td class="num">{int(whole):,}.{fraction}</td>' in page  # 3,061.78
     for check, count in summary["findings"].items():
         said = f"{count:,} finding{'' if count == 1 else 's'}"
         assert (f'<h3 id="{check}">{check}: {said}</h3>' in page) == (count > 0)
@@ -318,3 +319,15 @@ def test_skipped_checks_show_a_dash_and_a_log_without_times_or_rounds_says_so(tm
     assert "Period unknown: no dealt_at of a round audited could be read." in _verdict(tmp_path / "a")
     cli("audit", tmp_path / "unreadable.csv", "--out", tmp_path / "b", "--no-contract")
     assert "Nothing audited: every row of the round log was quarantined." in _verdict(tmp_path / "b")
+
+
+def test_money_over_and_underpaid_is_shown_per_table_and_adds_up_to_the_totals(sample_audit):
+    from decimal import Decimal
+    page = (sample_audit / "report.html").read_text()
+    summary = json.loads((sample_audit / "summary.json").read_text())
+    section = page.split('id="money-by-table"')[1].split("<h2")[0]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", section)[1:]]
+    assert [row[0] for row in rows] == ["T01", "T02", "T03", "T04"]
+    assert sum(int(row[1]) for row in rows) == summary["bets_flagged"]
+    for column, key in ((2, "overpaid"), (3, "underpaid")):
+        assert sum(Decimal(row[column].replace(",", "")) for row in rows) == Decimal(summary[key])

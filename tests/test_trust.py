@@ -149,6 +149,17 @@ def test_a_link_at_a_temporary_name_is_not_written_through(tmp_path, command):
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()]
 
 
+
+def test_files_written_beside_their_name_keep_the_modes_of_any_output(tmp_path):
+    """The manifest and report.html are made owner-only by mkstemp: they are given the umask's mode,
+    as every other output is, so that a reviewer's group can read the report."""
+    out = tmp_path / "out"
+    done = subprocess.run([*TOOL, "audit", DATA / "rounds.csv", "--out", out, "--no-contract"],
+                          capture_output=True, preexec_fn=lambda: os.umask(0o022))
+    assert done.returncode == 1
+    modes = {path.name: path.stat().st_mode & 0o777 for path in out.iterdir()}
+    assert set(modes.values()) == {0o644}, modes
+
 # Runs the audit in this process, killed outright (SIGKILL) at its `n`th move of a file into the output folder.
 KILLED_AT = """
 import os, signal, sys

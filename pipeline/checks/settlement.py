@@ -329,10 +329,16 @@ def money_summary(money: pl.DataFrame) -> dict:
     return {"overpaid": total["overpaid"], "underpaid": total["underpaid"], "money": by_currency}
 
 
+def grouped(amount: str) -> str:
+    """An amount's text (`money_str`) with its thousands separated, as a person reads it: "3,061.78"."""
+    whole, _, fraction = amount.partition(".")
+    return f"{int(whole):,}.{fraction}" if whole.isdigit() else amount
+
+
 def in_currencies(money: list[dict], key: str) -> str:
-    """One of the summary's amounts (`overpaid` or `underpaid`) as a person reads it: "81.00",
-    "81.00 EUR", or "12.00 EUR, 3.00 GBP"."""
-    return ", ".join(f"{entry[key]} {entry['currency'] or ''}".strip() for entry in money) or e12_text(0)
+    """One of the summary's amounts (`overpaid` or `underpaid`) as a person reads it, its thousands
+    separated: "81.00", "3,061.78 EUR", or "12.00 EUR, 3.00 GBP". summary.json keeps the plain text."""
+    return ", ".join(f"{grouped(entry[key])} {entry['currency'] or ''}".strip() for entry in money) or e12_text(0)
 
 
 def money_str(amount: Decimal) -> str:

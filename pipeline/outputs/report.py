@@ -17,6 +17,7 @@ import polars as pl
 
 from . import charts, explanation
 from ..checks import fairness, integrity, settlement
+from ..checks.settlement import money_str
 from ..inputs import discover
 from .. import owned
 from ..engines import stored
@@ -378,7 +379,8 @@ def render(out_dir: Path) -> str:
                     if by_table.height else "")
                  + _over_time(findings))
     try:
-        return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"])),
+        return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"]))
+                     + _money_by_table(findings, summary),
                      _flagged_rounds(findings))
     except KeyError as missing:  # a summary written by another version of the tool
         raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
@@ -412,6 +414,27 @@ def _by_table(out_dir: Path, findings: pl.LazyFrame, codes: list[str]) -> str:
             f'<p class="muted">The {MOST_TABLES} tables with the most findings of {len(tables)}; all are in findings.parquet.</p>')
     return ("<h2>Findings by table and check</h2><p>Count, and in brackets per 1,000 of the table's rounds.</p>"
             + _table(["table", "rounds", *checks], rows, set(range(1, len(checks) + 2))) + note)
+
+
+def _money_by_table(findings: pl.LazyFrame, summary: dict) -> str:
+    """Money over- and underpaid per table, from the SETTLEMENT findings (each bet paid otherwise than
+    due: what it was paid against what was due); shown when the bets are in one currency, as amounts in
+    several are never added up."""
+    if "bets_read" not in summary or summary.get("overpaid") is None:
+        return ""
+    exact = pl.Decimal(38, 12)
+    gap = pl.col("recorded").cast(exact, strict=False) - pl.col("expected").cast(exact, strict=False)
+    per_table = (findings.filter(pl.col("check") == "SETTLEMENT")
+                 .group_by(pl.col("table_id").fill_null("(none)"))
+                 .agg(bets=pl.len(), overpaid=pl.when(gap > 0).then(gap).otherwise(0).sum(),
+                      underpaid=pl.when(gap < 0).then(-gap).otherwise(0).sum())
+                 .sort("table_id").collect())
+    if not per_table.height:
+        return ""
+    rows = [[shown(r["table_id"]), f"{r['bets']:,}", settlement.grouped(money_str(r["overpaid"])),
+             settlement.grouped(money_str(r["underpaid"]))] for r in per_table.iter_rows(named=True)]
+    return ("<h2>Money by table</h2><p>Bets paid otherwise than due, per table: what was paid beyond what was "
+            "due, and short of it.</p>" + _table(["table", "bets wrongly paid", "overpaid", "underpaid"], rows, {1, 2, 3}))
 
 
 FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in findings.parquet
