@@ -331,3 +331,8 @@ def test_money_over_and_underpaid_is_shown_per_table_and_adds_up_to_the_totals(s
     assert sum(int(row[1]) for row in rows) == summary["bets_flagged"]
     for column, key in ((2, "overpaid"), (3, "underpaid")):
         assert sum(Decimal(row[column].replace(",", "")) for row in rows) == Decimal(summary[key])
+
+
+def test_every_table_of_the_report_names_its_columns(sample_audit):
+    page = (sample_audit / "report.html").read_text()
+    assert "<th></th>" not in page and page.count("<table>") == page.count("<tr><th>")

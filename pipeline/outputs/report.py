@@ -214,7 +214,7 @@ def _headline(summary: dict) -> str:
                  ["bets quarantined", f"{summary['bets_quarantined']:,}"],
                  *([f"{key} in total", settlement.in_currencies(summary["money"], key)]
                    for key in ("overpaid", "underpaid"))]
-    return '<h2>Headline</h2><div class="headline">' + _table(["", ""], rows, {1}) + "</div>"
+    return '<h2>Headline</h2><div class="headline">' + _table(["figure", "count or amount"], rows, {1}) + "</div>"
 
 
 def _explanation(entry: dict) -> str:
@@ -319,7 +319,7 @@ def _fairness_section(out_dir: Path, summary: dict) -> str:
             + "".join(f"<p>The {test.replace('_', ' ')} test is {_e(why)}.</p>" for test, why in f.get("skipped", {}).items())
             + _outcomes_compared(f.get("outcomes"))
             + _outcome_chart(tests)
-            + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "method", "p", "corrected p", ""],
+            + _table(["table", "rounds", "test", "observed", "expected", "z / chi²", "method", "p", "corrected p", "verdict"],
                      rows, {1, 3, 4, 5, 7, 8}))
 
 
@@ -484,7 +484,7 @@ def _sign_off(summary: dict) -> str:
     files = {path: sha for named in summary["rules"]["profiles"].values() for path, sha in named.items()}
     rows += [["rules", f"{path}: SHA-256 {sha}"] for path, sha in files.items()]
     rows += [["contract", f"{path}: SHA-256 {sha}"] for path, sha in summary["rules"]["contract"].items()]
-    return ("<h2>Sign-off</h2>" + _table(["", ""], rows)
+    return ("<h2>Sign-off</h2>" + _table(["item", "value"], rows)
             + '<p class="signature">Reviewed by: ______________________ &nbsp; Date: ____________ '
               "&nbsp; Signature: ______________________</p>")
 
