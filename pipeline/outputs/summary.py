@@ -200,7 +200,7 @@ def summarize(started: datetime, run_id: str, log: ingest.Log, bet_log: ingest.L
             "correction": "Benjamini-Hochberg over every table's chi-square, natural and pair tests",
             "tables_flagged": kept_short(sorted(set(
                 table_level.filter(pl.col("flagged") & pl.col("test").is_in(fairness.FLAGGED_TESTS))["group"]))),
-            # Each table's tests are in fairness.parquet: listed here, 100,000 tables made a summary of 360 MB.
+            # Each table's tests are in fairness.parquet: listed here, they grew summary.json with the tables.
             "tables_tested": table_level.filter(pl.col("skipped").is_null())["group"].n_unique(),
             "max_quarantined": fairness.MAX_QUARANTINED,
             "tables_not_tested": skipped.height,
