@@ -53,9 +53,9 @@ def _stamps(entry: object) -> set[Stamp]:
     def one(stamp: object) -> Stamp | None:
         ok = isinstance(stamp, list) and len(stamp) == 2 and all(type(n) is int for n in stamp)
         return (stamp[0], stamp[1]) if ok else None
-    if one(entry):
-        return {one(entry)}
-    return {one(s) for s in entry if one(s)} if isinstance(entry, list) else set()
+    if (single := one(entry)) is not None:
+        return {single}
+    return {found for s in entry if (found := one(s)) is not None} if isinstance(entry, list) else set()
 
 
 def listed(folder: Path) -> dict[str, set[Stamp]]:

@@ -260,25 +260,27 @@ def _misquoted_row(path: Path) -> tuple[int, bool] | None:
     return (found["row"].item(), found["odd"].item()) if found.height else None
 
 
-def zones_as_utc(path: Path) -> Path:
-    """A Parquet file whose timestamp columns all carry a zone polars knows: the file itself, or a copy
-    in the scratch folder (`lines.new_copy`) where a zone polars cannot parse (a fixed offset such as
-    "+05:30", which pandas writes for `datetime.timezone`) is said as UTC. The instants are the same:
-    Parquet stores them in UTC whatever the zone. polars stopped the process on such a schema, even in
-    a column the audit does not read. Written a row group at a time."""
+def zones_as_utc(path: Path) -> tuple[Path, pq.FileMetaData | None]:
+    """A Parquet file whose timestamp columns all carry a zone polars knows, and its footer: the file
+    itself, or a copy in the scratch folder (`lines.new_copy`) where a zone polars cannot parse (a fixed
+    offset such as "+05:30", which pandas writes for `datetime.timezone`) is said as UTC. The instants
+    are the same: Parquet stores them in UTC whatever the zone. polars stopped the process on such a
+    schema, even in a column the audit does not read. Written a row group at a time. The footer is
+    read once here for the opening of the file (None where it cannot be: the reader names why)."""
     try:
-        schema = pq.read_schema(path)
+        footer = pq.read_metadata(path)
     except (OSError, pa.ArrowException):
-        return path  # the reader names what is wrong with it
+        return path, None
+    schema = footer.schema.to_arrow_schema()
     utc = pa.schema([field.with_type(_in_utc(field.type)) for field in schema], metadata=schema.metadata)
     if utc.equals(schema):
-        return path
+        return path, footer
     copy = lines.new_copy(".parquet")
     stored = pq.ParquetFile(path)
     with pq.ParquetWriter(copy, utc) as writer:
         for group in range(stored.num_row_groups):
             writer.write_table(stored.read_row_group(group).cast(utc))
-    return copy
+    return copy, pq.read_metadata(copy)
 
 
 def _in_utc(dtype: pa.DataType) -> pa.DataType:

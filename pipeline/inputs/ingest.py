@@ -284,9 +284,10 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             # filters from the reader. Every scan of a named file is told not to glob: `night[1].parquet`
             # is a name, not a pattern that matches night1.parquet. A card-event log is read as the
             # rounds its events make, written to a Parquet copy.
-            source = _rounds_of_events(path, file_format, contract_name, mapping) if events else zones_as_utc(path)
+            source, footer = ((_rounds_of_events(path, file_format, contract_name, mapping), None) if events
+                              else zones_as_utc(path))
             dtypes = pl.scan_parquet(source, glob=False).collect_schema()
-            footer = pq.read_metadata(source)
+            footer = footer or pq.read_metadata(source)
             stored_rows = footer.num_rows
             held = sum(footer.row_group(i).num_rows for i in range(footer.num_row_groups))
             if held != stored_rows:  # a reader trusting the footer would audit some rows and skip the rest
