@@ -20,8 +20,10 @@ import polars as pl
 from .rules import exact_odds, profiles
 from .inputs import profile_files
 from .outputs import explanation
-from .inputs import ingest, timestamps
+from .inputs import discover, ingest, timestamps
 from .checks import integrity
+from .checks.round_checks import card_name
+from .inputs.timestamps import utc_column
 from .engines import run
 from . import tuning
 from .errors import InputError
@@ -52,8 +54,9 @@ class Audit:
 def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = None,
           profile: str = profiles.DEFAULT, profiles_dir: Path | str | None = None, mapping: str | Path | None = None,
           bets_mapping: str | Path | None = None, contract: bool = True, as_of: datetime | str | None = None,
-          fail_on: str | Iterable[str] = run.FAIL_ON) -> Audit:
-    """Audit `rounds` (and `bets`) as `baccarat-audit audit` does. The outputs are written to `out_dir`
+          fail_on: str | Iterable[str] = run.FAIL_ON, after: Path | str | None = None) -> Audit:
+    """Audit `rounds` (and `bets`) as `baccarat-audit audit` does (`after`: the previous night's
+    `out_dir`, as `--after`). The outputs are written to `out_dir`
     when one is given (report.html and evidence.json too), else to a temporary folder, removed once
     they are read. A frame is audited as a Parquet file written to a temporary folder: its findings
     name that file in `source_file` and number its rows from 1 in `source_row`. `fail_on` is one kind,
@@ -68,7 +71,7 @@ def audit(rounds: Log, *, bets: Log | None = None, out_dir: Path | str | None = 
             tempfile.TemporaryDirectory(prefix="baccarat-audit-")))
         options = run.Options(bets=bets, profile=profile, mapping=_mapping(mapping),
                               bets_mapping=_mapping(bets_mapping, "bet_log"), validate=contract, as_of=as_of,
-                              fail_on=kinds,
+                              fail_on=kinds, after=None if after is None else Path(after),
                               profiles_dir=None if profiles_dir is None else Path(profiles_dir))
         done = run.audit(rounds, out, options)
         read = {name: pl.read_parquet(out / f"{name}.parquet") if (out / f"{name}.parquet").is_file() else None
@@ -99,10 +102,10 @@ def explain(rounds: Log, round_id: str, *, bets: Log | None = None, profile: str
         for row in rows:
             row["profile"] = row["profile"] or profile
         # Held to the profiles as the audit holds a log: an unknown one names the file and column.
-        run.profiles_in([row["profile"] for row in rows if row["malformed"] is None], Path(rounds), profile,
-                        round_mapping)
+        label = discover.expand(rounds)[0]  # the log as audit names it: its first file or folder (+N more)
+        run.profiles_in([row["profile"] for row in rows if row["malformed"] is None], label, profile, round_mapping)
         if not rows:
-            raise InputError(f"{rounds}: no row has round_id {round_id!r}{_derived_hint(rounds, round_mapping)}")
+            raise InputError(f"{label}: no row has round_id {round_id!r}{_derived_hint(rounds, round_mapping)}")
         ranked = round_mapping is None or round_mapping.notation == "cards"
         explained = [explanation.explain(row, ranked) for row in rows if row["reject"] is None]
         explanation.note_copies(explained)
@@ -142,8 +145,44 @@ def _across_rounds(rounds: Path | str | list, mapping: ingest.Mapping | None, sh
     decks = integrity.decks_of(names)
     found = integrity.integrity_findings([replayed.lazy()], decks, log.columns, present,
                                          lambda frame: ingest.collect(log.path, [frame])[0])
-    return found.sort(integrity.IN_ORDER).select("source_file", "source_row", "check", "expected", "recorded",
-                                                 "detail").collect()
+    found = found.sort(integrity.IN_ORDER).select("source_file", "source_row", "check", "expected", "recorded",
+                                                  "detail").collect()
+    return pl.DataFrame([finding | _other_rounds(finding, replayed, log.columns) for finding in found.iter_rows(named=True)],
+                        schema={**found.schema, **OTHER_ROUNDS})
+
+
+#: What a finding across rounds names besides its own row: the rounds of the other copies of a card
+#: (CARD_COUNT), the hand before (TIMESTAMP, dealt earlier than it).
+OTHER_ROUNDS = {"other_copies": pl.List(pl.Struct({"round_id": pl.String, "source_file": pl.String,
+                                                   "source_row": pl.Int64})),
+                "hand_before": pl.Struct({"round_id": pl.String, "hand_no": pl.String, "dealt_at": pl.String,
+                                          "source_file": pl.String, "source_row": pl.Int64})}
+
+
+def _other_rounds(finding: dict, shoe: pl.DataFrame, columns: frozenset[str]) -> dict:
+    """The other rounds of its shoe a finding across rounds is about (`OTHER_ROUNDS`), from the shoe's
+    replayed rows: each copy of the card CARD_COUNT counted (its dealt and listed cards, as it counts
+    them), or the row before in shoe order (hand_no, then the log's order) that TIMESTAMP compared with."""
+    place = ("source_file", "source_row")
+    here = (pl.col("source_file") == finding["source_file"]) & (pl.col("source_row") == finding["source_row"])
+    if finding["check"] == "CARD_COUNT":
+        card = finding["recorded"].split(" ", 1)[1]
+        shown = integrity.shown_cards([c for c in integrity.EXTRA_CARDS if c in columns])
+        held = shoe.select("round_id", *place, card=pl.concat_list(list(shown.values()))).explode("card")
+        copies = held.filter((card_name(pl.col("card")) == card) & ~here).select("round_id", *place)
+        return {"other_copies": copies.with_columns(pl.col("source_row").cast(pl.Int64)).to_dicts(), "hand_before": None}
+    if finding["check"] == "TIMESTAMP" and (finding["expected"] or "").startswith("not before"):
+        # As TIMESTAMP orders a shoe, among its rows whose dealt_at it could read.
+        ordered = shoe.filter(pl.col(utc_column("dealt_at")).is_not_null()).with_columns(
+            hand=pl.col("hand_no").cast(pl.Int64, strict=False)).sort("log_row").sort(
+            "hand", maintain_order=True).with_row_index("at")
+        at = ordered.filter(here)["at"]
+        if at.len() and at[0] > 0:
+            before = ordered.row(at[0] - 1, named=True)
+            return {"other_copies": None, "hand_before": {
+                "round_id": before["round_id"], "hand_no": before["hand_no"], "dealt_at": before["dealt_at"],
+                "source_file": before["source_file"], "source_row": before["source_row"]}}
+    return {"other_copies": None, "hand_before": None}
 
 
 def _derived_hint(rounds: Path | str | list, mapping: ingest.Mapping | None) -> str:
@@ -151,8 +190,8 @@ def _derived_hint(rounds: Path | str | list, mapping: ingest.Mapping | None) -> 
     one of its parts alone."""
     if mapping is None or not mapping.round_id:
         return ""
-    first = ingest.collect(Path(str(rounds)), [next(ingest.scan(rounds, "round_log", mapping).pieces(1))
-                                              .select("round_id").head(1)])[0]["round_id"]
+    log = ingest.scan(rounds, "round_log", mapping)
+    first = ingest.collect(log.path, [next(log.pieces(1)).select("round_id").head(1)])[0]["round_id"]
     example = f", such as {first[0]!r}" if first.len() and first[0] is not None else ""
     return f"; this log's round_ids are derived from {', '.join(mapping.round_id)}, joined by '/'{example}"
 

@@ -148,6 +148,9 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json on stdout instead of the summary.")
                        ] = False,
     as_of: AsOfOption = None,
+    after: Annotated[Path | None, typer.Option(
+        metavar="PREVIOUS_OUT", help="The previous night's --out: its shoes still open at its end are carried in, "
+        "so that a shoe dealt across the cut is checked as one.")] = None,
     engine: Annotated[str, typer.Option(help="polars (this machine) or spark (see README: what it runs).")] = "polars",
     spark_master: Annotated[str, typer.Option(help="Spark master URL for --engine spark.")] = "local[2]",
 ) -> None:
@@ -168,7 +171,7 @@ def audit(
                 validate=contract_check, data_docs=data_docs and contract_check,
                 window=_window(window_start, window_end),
                 fairness_threshold=fairness_threshold, on_phase=on_phase, fail_on=kinds, command=tuple(sys.argv),
-                as_of=as_of, profiles_dir=profiles_dir,
+                as_of=as_of, profiles_dir=profiles_dir, after=after,
                 selection=Selection(tuple(table or ()), tuple(shoe or ()), narrowed.start, narrowed.end))
             result = audit_run.audit(rounds, out, options) if engine == "polars" else _audit_on_spark(
                 rounds, out, options, spark_master)
@@ -187,6 +190,9 @@ def audit(
                 f"{'the' if in_files is None else f'{in_files:,}'} rows in the log")
     else:
         read = f"{counted(s['rows_read'], 'row')} read"
+    skipped = sum(entry.get("lines_skipped", 0) for entry in s["inputs"] if entry["role"] == "rounds")
+    if skipped:
+        read += f" ({counted(skipped, 'line')} skipped: blank, or not records by the mapping)"
     typer.echo(f"{read}: {counted(s['rounds_audited'], 'round')} audited, "
                f"{s['rows_quarantined']} quarantined, {counted(s['rounds_flagged'], 'round')} flagged.")
     if "bets_read" in s:
@@ -198,7 +204,7 @@ def audit(
         typer.echo(f"Warning: {s['bets_not_judged']}.")
     if s["inputs_not_read"]:
         names = [f"{shown(u['path'])} ({u['reason']})" for u in s["inputs_not_read"]]
-        typer.echo(f"Not read: {counted(len(names), 'entry', plural='entries')} of the input folders: "
+        typer.echo(f"Not read: {counted(len(names), 'entry', plural='entries')} of the inputs: "
                    f"{', '.join(names[:SHOWN])}{' ...' if len(names) > SHOWN else ''}")
     for check, count in s["findings"].items():
         if count:
@@ -284,7 +290,8 @@ def _audit_on_spark(rounds: list[str], out: Path, options: audit_run.Options, ma
 
 @app.command()
 def explain(
-    rounds: Annotated[Path, typer.Argument(metavar="ROUNDS", help="Round log, CSV, JSON Lines or Parquet.")],
+    rounds: Annotated[list[str], typer.Argument(
+        metavar="ROUNDS...", help="Round logs, as audit reads them: CSV, JSON Lines or Parquet files, directories, globs.")],
     round_id: Annotated[str, typer.Argument(metavar="ROUND_ID", help="The round to replay.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the explanation as JSON.")] = False,
     bets: BetsOption = None,
@@ -298,7 +305,7 @@ def explain(
     findings across its shoe. Exit 0: the round agrees with the procedure; 1: it has a finding or is
     quarantined; 2: could not run."""
     try:
-        explained = library.explain(rounds, round_id, bets=bets, profile=profile, profiles_dir=profiles_dir,
+        explained = library.explain(rounds if len(rounds) > 1 else rounds[0], round_id, bets=bets, profile=profile, profiles_dir=profiles_dir,
                                     mapping=mapping, bets_mapping=bets_mapping, as_of=as_of)
     except InputError as error:
         raise _fail(error) from None

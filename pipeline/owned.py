@@ -19,9 +19,10 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import InputError
 
@@ -75,13 +76,16 @@ def _stamp(path: Path) -> Stamp:
     return (found.st_size, found.st_mtime_ns)
 
 
-def _written_beside(target: Path, text: str) -> Path:
-    """`text` in a new hidden file beside `target`, made with O_EXCL under a random name: never
-    written through a link someone left there."""
+def _written_beside(target: Path, text: str | Callable[[BinaryIO], None]) -> Path:
+    """`text` (or what `text` writes to the open file) in a new hidden file beside `target`, made with
+    O_EXCL under a random name: never written through a link someone left there."""
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name.lstrip('.')}.", suffix=".tmp")
     os.fchmod(handle, 0o666 & ~_UMASK)  # as any file the run writes, not mkstemp's owner-only 0600
-    with os.fdopen(handle, "w", encoding="utf-8") as staged:
-        staged.write(text)
+    with os.fdopen(handle, "wb") as staged:
+        if callable(text):
+            text(staged)
+        else:
+            staged.write(text.encode("utf-8"))
     return Path(name)
 
 
@@ -207,9 +211,10 @@ def _remove(folder: Path, files: Iterable[str], ours: dict[str, set[Stamp]]) -> 
                 parent.rmdir()
 
 
-def replace_file(target: Path, text: str) -> None:
-    """Write `text` to `target` (whose place `claim` has checked) beside it, then move it in, listed
-    (where the folder has a manifest) as both versions until the move is done."""
+def replace_file(target: Path, text: str | Callable[[BinaryIO], None]) -> None:
+    """Write `text` (or let it write, given the open file) to `target` (whose place `claim` has
+    checked) beside it, then move it in, listed (where the folder has a manifest) as both versions until
+    the move is done."""
     folder = target.parent
     ours = listed(folder)
     staged = _written_beside(target, text)

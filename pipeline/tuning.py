@@ -31,6 +31,9 @@ class Tuning:
     #: The most plans one piece of a log reads (`ingest.Log.pieces`): polars' streaming engine takes a
     #: union of plans in a time that grows as their square.
     plans: int = 32
+    #: The most files one scan reads together (`ingest.Log.pieces`, `formats.csv_rows`): polars holds
+    #: buffers for every file of a scan, so a log of many small files grew with its files, not its rows.
+    scan_files: int = 250
     #: Parts written a file each (`parts.write`); past them, a file per bucket of parts.
     fan_out: int = 256
     #: Rows a row group of a bucket file holds, so that one part's rows are read without the others'.

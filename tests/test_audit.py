@@ -138,8 +138,8 @@ def test_rerun_into_the_same_directory_replaces_the_result(faulted_log, clean_lo
     run.audit(clean_log["parquet"], tmp_path, QUICK)
     assert _findings(tmp_path).height == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [".baccarat-audit.json", "evidence.json", "fairness.parquet",
-                                                          "findings.parquet", "quarantine.parquet", "report.html",
-                                                          "summary.json"]
+                                                          "findings.parquet", "flagged_rounds.csv", "open_shoes.parquet",
+                                                          "quarantine.parquet", "report.html", "summary.json"]
 
 
 def test_a_rerun_that_dies_while_publishing_leaves_no_summary_beside_a_mix_of_outputs(
@@ -620,3 +620,21 @@ def test_tuning_sizes_are_whole_numbers_of_at_least_one():
     with pytest.raises(ValueError, match="Tuning.plans must be a whole number of at least 1, not 2.5"):
         Tuning(plans=2.5)
     assert run.Options().tuning == Tuning()  # a run's sizes are the measured defaults unless given
+
+
+def test_the_progress_names_each_step_and_counts_the_parts_of_those_done_in_parts(tmp_path):
+    """What a person watching a long run sees: each step by name, in order, and the parts of the read and
+    of the search for repeated round_ids as they are done (the run sat on "checking across rounds" alone)."""
+    said: list[tuple] = []
+    data = ASSETS.parent.parent / "data"
+    options = run.Options(bets=data / "bets.csv", on_phase=lambda phase, done=None, total=None: said.append(
+        (phase, done, total)), tuning=Tuning(read_rows=300, piece_rows=300, fan_out=3))
+    run.audit(data / "rounds.csv", tmp_path / "out", options)
+    steps = list(dict.fromkeys(phase for phase, _, _ in said))
+    assert steps == ["reading and checking each round", "checking across rounds: repeated round_ids",
+                     "checking across rounds: shoes (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP)",
+                     "settling the bets beside their rounds", "fairness statistics", "writing the findings in log order",
+                     "input contract", "report"]
+    for step in steps[:2]:
+        parts = [(done, total) for phase, done, total in said if phase == step and total is not None]
+        assert len(parts) > 1 and [done for done, _ in parts] == list(range(parts[0][1])), step

@@ -640,8 +640,18 @@ def test_explain_says_what_the_procedure_would_have_produced(tmp_path):
     assert "The procedure was first broken at step 4." in text
     assert "  table T1, shoe S1, hand 1, dealt at 2026-11-01T18:00:00Z, profile standard\n" in text
     assert "By the procedure the coup would have ended Player 8, Banker 4: player wins" in text
-    assert "By the procedure: cannot be known (Player should have drawn and did not)." in run(
-        "explain", log, "NEVER_DEALT").output
+    # Where a card the procedure needs was never recorded, each of its points' results: what would change the result.
+    assert ("By the procedure: cannot be known (Player should have drawn and did not). Player's third card, by its "
+            "points (10, J, Q, K count 0): 0-4: banker wins, as recorded; 5: a tie; 6-7: player wins; 8-9: banker wins, "
+            "as recorded.\n") in run("explain", log, "NEVER_DEALT").output
+    (never,) = json.loads(run("explain", log, "NEVER_DEALT", "--json").output)
+    assert never["by_the_procedure"]["missing"] == {
+        "card": "Player's third card", "recorded": "BANKER", "changing": [5, 6, 7],
+        "results": ["BANKER"] * 5 + ["TIE", "PLAYER", "PLAYER", "BANKER", "BANKER"]}
+    (would,) = json.loads(run("explain", log, "BANKER_WOULD_DRAW", "--json").output)
+    assert would["by_the_procedure"]["missing"] == {
+        "card": "Banker's third card", "recorded": "PLAYER", "changing": [3, 4, 5],
+        "results": ["PLAYER"] * 3 + ["TIE", "BANKER", "BANKER"] + ["PLAYER"] * 4}
 
 
 def test_explain_gives_each_bet_as_paid_as_due_on_the_cards_and_as_due_by_the_procedure(tmp_path):
@@ -685,6 +695,46 @@ def test_explain_json_follows_its_published_schema(round_id):
     done = run("explain", ASSETS / "mixed_notation.csv", round_id, "--bets", ASSETS / "mixed_notation_bets.csv",
                "--json")
     jsonschema.validate(json.loads(done.output), schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_explain_names_the_other_rounds_a_finding_across_the_shoe_is_about():
+    """CARD_COUNT: the rounds holding the other copies of the card (the sample's 2H, dealt a 9th time in
+    T02-S0004); TIMESTAMP: the hand before, dealt later. Both in the text and the JSON, held to its schema."""
+    import jsonschema
+
+    schema = json.loads((ASSETS.parent.parent / "schemas" / "explain.schema.json").read_text())
+    log = ASSETS.parent.parent / "data" / "rounds.csv"
+    rows = pl.read_csv(log, infer_schema=False).with_row_index("row", 1)
+    (counted,) = json.loads(run("explain", log, "T02-S0004-C082", "--json").output)
+    jsonschema.validate([counted], schema, cls=jsonschema.Draft202012Validator)
+    (found,) = [f for f in counted["across_rounds"] if f["check"] == "CARD_COUNT"]
+    shoe = rows.filter((pl.col("shoe_id") == "T02-S0004") & (pl.col("round_id") != "T02-S0004-C082"))
+    copies = [(r["round_id"], r["row"]) for r in shoe.iter_rows(named=True) for c in DEALT_CARDS if r[c] == "2H"]
+    assert [(o["round_id"], o["source_row"]) for o in found["other_copies"]] == copies and len(copies) == 8
+    assert found["hand_before"] is None
+    (late,) = json.loads(run("explain", log, "T01-S0002-C072", "--json").output)
+    jsonschema.validate([late], schema, cls=jsonschema.Draft202012Validator)
+    assert late["across_rounds"][0]["hand_before"] == {"round_id": "T01-S0002-C071", "hand_no": "71", "source_row": 152,
+                                                       "dealt_at": "2026-11-01T20:10:50Z", "source_file": str(log)}
+    assert ("The hand before: hand 71, T01-S0002-C071 (" + str(log) + " row 152), dealt at 2026-11-01T20:10:50Z."
+            in run("explain", log, "T01-S0002-C072").output)
+
+
+def test_explain_reads_several_files_as_audit_does(tmp_path):
+    """A night cut in two files that overlap: the round is found in both, each copy named by its file."""
+    log = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False)
+    log.head(1200).write_csv(tmp_path / "first.csv")
+    log.slice(1000).write_csv(tmp_path / "second.csv")
+    done = run("explain", tmp_path / "first.csv", tmp_path / "second.csv", "T03-S0001-C017", "--json")
+    assert done.exit_code == 1
+    rows = [(Path(e["source_file"]).name, e["source_row"]) for e in json.loads(done.output)]
+    assert rows == [("first.csv", 1017), ("second.csv", 17)]
+    missing = run("explain", tmp_path / "first.csv", tmp_path / "second.csv", "NOPE")
+    assert missing.exit_code == 2 and f"{tmp_path / 'first.csv'} (+1 more): no row has round_id 'NOPE'" in missing.output
+
+
+#: The cards of a round in deal order, as CARD_COUNT counts them.
+DEALT_CARDS = ("player_card_1", "banker_card_1", "player_card_2", "banker_card_2", "player_card_3", "banker_card_3")
 
 
 @pytest.mark.parametrize("own", [None, "dirty_decay_ms:1000"])

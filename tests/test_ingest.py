@@ -19,6 +19,7 @@ from conftest import ASSETS, cli, cli_peak, output
 from baccarat_audit.inputs import discover, formats, ingest
 from baccarat_audit.engines import run
 from baccarat_audit import tuning
+from baccarat_audit.errors import InputError
 from baccarat_audit.inputs.selection import Selection
 from baccarat_audit.inputs.timestamps import timestamp, with_timestamp
 from baccarat_audit.tuning import Tuning
@@ -105,10 +106,9 @@ AUDITABLE = {
         {2: "player_card_1 holds bytes that are not UTF-8; player_card_1 'K\ufffdS' is not a card"},
     ),
     "a text total": (f"{HEADER}\n{GOOD}\nR2,KS,9H,5D,QC,,,five\n", {}),
-    "a blank line and a line of one field": (
-        f"{HEADER}\n{GOOD}\n\nR3\n{GOOD}\n",
-        {2: "the line is blank; " + EMPTY.format("round_id is empty; "),
-         3: "the row has 1 field, the header 8; " + EMPTY.format("")},
+    "a line of one field": (
+        f"{HEADER}\n{GOOD}\nR3\n{GOOD}\n",
+        {2: "the row has 1 field, the header 8; " + EMPTY.format("")},
     ),
 }
 
@@ -132,7 +132,8 @@ LINES = {
     "good": (lambda i: f"R{i},KS,9H,5D,QC,,,5", None),
     "quoted": (lambda i: f'"R{i}","KS",9H,5D,QC,,,5', None),
     "comma in quotes": (lambda i: f'"R{i},a",KS,9H,5D,QC,,,5', None),
-    "blank": (lambda i: "", "the line is blank"),
+    "blank": (lambda i: "", None),  # not a record: counted as a line skipped
+    "blanks": (lambda i: " \t ", None),
     "too few fields": (lambda i: f"R{i},KS,9H", "the row has 3 fields, the header 8"),
     "too many fields": (lambda i: f"R{i},KS,9H,5D,QC,,,5,x", "the row has 9 fields, the header 8"),
     "not a card": (lambda i: f"R{i},XX,9H,5D,QC,,,5", "player_card_1 'XX' is not a card"),
@@ -143,9 +144,9 @@ LINES = {
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.sampled_from(sorted(LINES)), min_size=1, max_size=12), st.booleans(), st.booleans(), st.booleans())
 def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_path_factory, kinds, crlf, ends, bom):
-    """Drawn logs of good and bad lines, with Windows line ends or not, a last line ended or not, and
-    a byte order mark or not: every line under the header is a row, audited or quarantined with the
-    reason its kind gives, and the counts add up."""
+    """Drawn logs of good, bad and blank lines, with Windows line ends or not, a last line ended or not,
+    and a byte order mark or not: every line under the header is a row, audited or quarantined with the
+    reason its kind gives, or a blank line skipped and counted, and the counts add up."""
 
     if kinds[-1] == "blank":  # an unended blank last line is no line at all
         ends = True
@@ -153,13 +154,19 @@ def test_every_line_of_a_csv_log_is_audited_or_quarantined_with_its_reason(tmp_p
     text = ("\ufeff" if bom else "") + end.join([HEADER, *(LINES[kind][0](i) for i, kind in enumerate(kinds))])
     folder = tmp_path_factory.mktemp("log")
     path = write(folder / "log.csv", text + (end if ends else ""))
+    blank = sum(kind in ("blank", "blanks") for kind in kinds)
+    if blank == len(kinds):
+        with pytest.raises(InputError, match="the header has no rows under it"):
+            run.audit(path, folder / "out", run.Options(validate=False, across_rounds=False))
+        return
     summary = run.audit(path, folder / "out", run.Options(validate=False, across_rounds=False)).summary
+    assert summary["inputs"][0].get("lines_skipped", 0) == blank
     quarantine = pl.read_parquet(folder / "out" / "quarantine.parquet")
     quarantined = dict(quarantine.select("source_row", "reason").iter_rows())
     expected = {i + 1: LINES[kind][1] for i, kind in enumerate(kinds) if LINES[kind][1]}
     assert {row: reason.split("; ")[0] for row, reason in quarantined.items()} == expected, (text, quarantined)
-    assert (summary["rows_read"], summary["rows_quarantined"]) == (len(kinds), len(expected))
-    assert summary["rounds_audited"] == len(kinds) - len(expected)
+    assert (summary["rows_read"], summary["rows_quarantined"]) == (len(kinds) - blank, len(expected))
+    assert summary["rounds_audited"] == len(kinds) - blank - len(expected)
 
 
 def test_a_text_total_is_a_finding_not_a_rejection(tmp_path):
@@ -267,7 +274,6 @@ def test_a_failed_run_leaves_the_previous_result_whole(tmp_path, clean_log):
 def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch):
     """Root reads any file here, so the refusal of the operating system is simulated."""
     from baccarat_audit.inputs import ingest
-    from baccarat_audit.errors import InputError
 
     path = write(tmp_path / "locked.csv", f"{HEADER}\n{GOOD}\n")
 
@@ -537,7 +543,7 @@ def test_files_in_a_log_folder_that_are_not_logs_are_named_not_passed_over_unsee
         *({"role": "rounds", "path": str(earlier / name), "reason": ours}
           for name in sorted([".baccarat-audit.json", *(p.name for p in earlier.iterdir() if p.name[0] != ".")])),
         {"role": "bets", "path": str(bets / "README"), "reason": discover.NOT_A_LOG}]
-    assert (f"Not read: 10 entries of the input folders: {rounds / '.T01.csv.crc'} (hidden), "
+    assert (f"Not read: {len(summary['inputs_not_read'])} entries of the inputs: {rounds / '.T01.csv.crc'} (hidden), "
             f"{rounds / 'T02.csv.bz2'} ({discover.NOT_A_LOG})") in completed.stdout
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h3>Not read</h3>" in report and str(bets / "README") in report
@@ -637,7 +643,7 @@ def test_whole_files_of_one_shape_read_together_give_the_rows_each_gives_alone(f
     assert alone.height > 1000 and alone["table_id"].n_unique() == (1 if selection else 3)
     if stored == "csv":  # the broken lines are read, each as itself, in a file read with others
         malformed = alone["malformed"].drop_nulls()  # night 4 is T02's
-        assert malformed.str.contains("field|UTF-8").sum() == 3 and (malformed == "the line is blank").sum() == 1
+        assert malformed.str.contains("field|UTF-8").sum() == 3  # the blank line is no row
     plans = [opened._read_with((i, 0, n)) for i, n in enumerate(opened.rows_per_file)]
     assert max(map(plans.count, plans)) > 1  # some whole files read by one scan
     assert opened.frame.collect().equals(alone)
@@ -899,6 +905,62 @@ def test_a_parquet_footer_that_hides_rows_is_refused_naming_the_file(faulted_log
     done = cli("audit", log, "--out", tmp_path / "out", "--no-contract")
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"error: {log}: its footer says 1 rows but its row groups hold 400; the file is damaged or was written wrongly\n"
+
+
+def test_a_parquet_file_of_one_long_value_on_every_row_is_refused_before_its_rows_are_read(faulted_log, tmp_path):
+    """One 1 MiB shoe_id written once in a dictionary page and 2,000 times as its number: an 18 KB
+    file that held 8 GB, each row's copy of the value in every step and output. One long value on one
+    row is a log's to hold (tests/test_trust.py shortens it where people read it)."""
+    import pyarrow.parquet as pq
+
+    rows = pl.read_parquet(faulted_log["parquet"]).head(2000)
+    bomb = tmp_path / "bomb.parquet"
+    pq.write_table(rows.with_columns(shoe_id=pl.lit("S" * (1 << 20))).to_arrow(), bomb, compression="zstd",
+                   dictionary_pagesize_limit=4 << 20)
+    size = bomb.stat().st_size
+    assert size < 100_000
+    done, peak = cli_peak("audit", bomb, "--out", tmp_path / "out")
+    assert done.returncode == 2 and peak < 400, (done.stderr, peak)
+    held = pl.read_parquet(bomb).select(pl.col(pl.String).str.len_bytes().sum()).row(0, named=True)
+    assert done.stderr == (f"error: {bomb}: its text columns hold {sum(held.values()):,} bytes (shoe_id "
+                           f"{held['shoe_id']:,}), over 1,000 times the file's {size:,}; a log's values are not "
+                           "repeated so (a file that is not a log?)\n")
+
+
+def test_a_log_of_many_small_files_holds_about_what_one_file_of_its_rows_holds(faulted_log, tmp_path):
+    """4,000 one-row files: a scan reads at most `Tuning.scan_files` of them, since polars keeps buffers
+    for every file of a scan (all 4,000 in one held 220 MiB more than one file of the same rows)."""
+    rows = pl.read_csv(faulted_log["csv"], infer_schema=False).head(4000)
+    (tmp_path / "many").mkdir()
+    for i in range(rows.height):
+        rows.slice(i, 1).write_csv(tmp_path / "many" / f"{i:05d}.csv")
+    rows.write_csv(tmp_path / "one.csv")
+    peaks = {}
+    for name in ("many", "one.csv"):
+        done, peaks[name] = cli_peak("audit", tmp_path / name, "--out", tmp_path / f"out-{name}", "--no-contract")
+        assert done.returncode == 1, done.stderr
+    found = [output(tmp_path / f"out-{name}" / "findings.parquet").drop("source_file", "source_row").sort(pl.all())
+             for name in peaks]
+    assert found[0].equals(found[1]) and found[0].height > 100
+    assert peaks["many"] < peaks["one.csv"] + 120, peaks
+
+
+def test_a_file_named_twice_is_read_once_and_its_other_name_listed(tmp_path):
+    """A hard link beside its file, or one file given twice: its rounds read twice would all be duplicates,
+    and a name dropped unsaid would be a file a nightly job never hears of."""
+    (tmp_path / "night").mkdir()
+    write(tmp_path / "night" / "a.csv", f"{HEADER}\n{GOOD}\n")
+    os.link(tmp_path / "night" / "a.csv", tmp_path / "night" / "b.csv")
+    for args, other in (([tmp_path / "night"], tmp_path / "night" / "b.csv"),
+                        ([tmp_path / "night" / "b.csv", tmp_path / "night" / "a.csv"], tmp_path / "night" / "a.csv")):
+        done = cli("audit", *args, "--out", tmp_path / "out", "--no-contract")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        first = next(path for path in (tmp_path / "night" / "a.csv", tmp_path / "night" / "b.csv") if path != other)
+        assert summary["rows_read"] == 1
+        assert summary["inputs_not_read"] == [
+            {"role": "rounds", "path": str(other), "reason": f"the same file as {first}, read once"}]
+        assert f"Not read: 1 entry of the inputs: {other} (the same file as {first}, read once)" in done.stdout
 
 
 def test_a_line_too_long_is_refused_in_json_lines_and_compressed_logs_naming_the_file_itself(tmp_path):

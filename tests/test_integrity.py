@@ -469,3 +469,54 @@ def test_a_p_value_past_what_a_float_holds_is_said_below_1e_300_not_0(tmp_path):
     assert stats["recorded"] == "< 1e-300" and stats["detail"].endswith("Benjamini-Hochberg corrected p < 1e-300.")
     page = (tmp_path / "out" / "report.html").read_text()
     assert '<td class="num">&lt; 1e-300</td>' in page and '<td class="num">0</td><td class="num">0</td>' not in page
+
+
+@pytest.mark.parametrize("order", ["table after table", "tables mixed by time"])
+def test_three_nights_cut_mid_shoe_and_chained_with_after_find_what_one_audit_of_them_finds(order, tmp_path):
+    """Each night's log cut while every table deals a shoe: chained by --after, each night carries the
+    shoes open at the end of the one before, and the three find what one audit of the three together
+    finds (fairness aside, which is per night). Unchained, the second night flags each shoe that starts
+    past its first hand, saying how to chain. Both ways of checking shoes: in log order, and keyed."""
+    log = generate.generate(6000, seed=12, fault_rate=0.02, tables=4)
+    rows = pl.read_csv(generate.write(log, tmp_path / "log")["csv"], infer_schema=False)
+    if order != "table after table":
+        rows = rows.sort("dealt_at", maintain_order=True)
+    cuts = [rows.slice(0, 2000), rows.slice(2000, 2500), rows.slice(4500)]
+    options = replace(QUICK, as_of=datetime(2027, 1, 1, tzinfo=UTC))
+    rows.write_csv(tmp_path / "all.csv")
+    run.audit(tmp_path / "all.csv", tmp_path / "all", options)
+    found, before, carried = [], None, 0
+    for night, cut in enumerate(cuts, start=1):
+        cut.write_csv(tmp_path / f"night{night}.csv")
+        done = run.audit(tmp_path / f"night{night}.csv", tmp_path / f"out{night}", replace(options, after=before))
+        found.append(pl.read_parquet(tmp_path / f"out{night}" / "findings.parquet"))
+        # Each table's last shoe, the ones carried in too where the night deals no other after them.
+        tables = pl.concat([rows.slice(0, 0), *cuts[:night]]).group_by("table_id").agg(pl.col("shoe_id").last())
+        open_shoes = done.summary["open_shoes"]
+        assert sorted(s["shoe_id"] for s in open_shoes["shoes"]) == sorted(tables["shoe_id"])
+        if before is not None:
+            assert done.summary["after"]["shoes_carried"] == carried and len(done.summary["after"]["sha256"]) == 64
+        before, carried = tmp_path / f"out{night}", open_shoes["count"]
+    key = ["round_id", "check", "detail"]
+    every = pl.read_parquet(tmp_path / "all" / "findings.parquet")
+    chained = pl.concat(found).filter(pl.col("check") != "TABLE_STATS").select(key).sort(key)
+    assert chained.equals(every.filter(pl.col("check") != "TABLE_STATS").select(key).sort(key))
+    assert {"CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"} <= set(chained["check"])
+    run.audit(tmp_path / "night2.csv", tmp_path / "alone", options)
+    starts = pl.read_parquet(tmp_path / "alone" / "findings.parquet").filter(
+        pl.col("detail").str.contains("follows the start of the shoe"))
+    cut_in = cuts[1].group_by("shoe_id").agg(pl.col("hand_no").cast(pl.Int64).min()).filter(pl.col("hand_no") > 1)
+    assert starts.height == cut_in.height > 0
+    chained_starts = found[1].filter(pl.col("detail").str.contains("follows the start of the shoe"))
+    assert starts.join(chained_starts, on="round_id").height == 0  # chained, each follows its hand before the cut
+    assert starts["detail"].str.ends_with("Its first hands may be in the previous log: audit this one with --after "
+                                          "and that log's output folder, which carries the shoes open at its end.").all()
+
+
+def test_after_a_folder_that_holds_no_audit_is_exit_2(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = cli("audit", ASSETS.parent.parent / "data" / "rounds.csv", "--out", tmp_path / "out", "--after",
+               tmp_path / "empty")
+    assert done.returncode == 2
+    assert done.stderr == (f"error: {tmp_path / 'empty'}: not an audit output directory (no summary.json of "
+                           "baccarat-audit in it); --after takes the previous night's --out\n")

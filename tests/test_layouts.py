@@ -14,6 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import baccarat_audit
+from baccarat_audit.engines import run
+from baccarat_audit.inputs import ingest
+from baccarat_audit.tuning import Tuning
 from conftest import cli, cli_peak
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -43,6 +46,7 @@ def as_rounds_csv(tmp_path_factory) -> baccarat_audit.Audit:
     ("card_json_text.csv", "card-json-text"),  # each hand's cards a JSON array as text: "[""KS"", ""3D""]"
     ("headerless.csv", "headerless"),  # no header row: the mapping names the columns
     ("one_table.csv", "one-table"),  # no table_id column (a constant), a card not dealt written x or -
+    ("shoe_report.txt", "shoe-report"),  # a text report: shoe lines fill shoe_id, tallies and blank lines skipped
 ])
 def test_a_shipped_layout_is_audited_as_the_same_rounds_in_the_contracts_layout(sample, mapping, as_rounds_csv):
     done = baccarat_audit.audit(DATA / "layouts" / sample, mapping=mapping, as_of=AS_OF)
@@ -50,7 +54,9 @@ def test_a_shipped_layout_is_audited_as_the_same_rounds_in_the_contracts_layout(
     assert done.summary["rows_quarantined"] == 0
     assert done.summary["findings"] == as_rounds_csv.summary["findings"]
     assert {"BANKER_DRAW", "DUPLICATE_ROUND", "TIMESTAMP"} <= set(done.findings["check"])  # the seeded faults
-    assert _found(done).equals(_found(as_rounds_csv))
+    # The report's rows are its lines: its shoe, tally and blank lines come between the hands.
+    moved = ["source_row"] if sample == "shoe_report.txt" else []
+    assert _found(done).drop(moved).equals(_found(as_rounds_csv).drop(moved))
     assert done.summary["checks"] == as_rounds_csv.summary["checks"]  # table_id and suits there: nothing skipped
     assert done.summary["contract"]["rounds"]["expectations"] == as_rounds_csv.summary["contract"]["rounds"]["expectations"]
     assert done.summary["inputs"][0]["mapping"]["path"].endswith(f"{mapping}.json")
@@ -114,6 +120,89 @@ def test_a_row_of_a_headerless_csv_log_that_breaks_its_quotes_is_named_by_its_li
     assert done.returncode == 2
     assert done.stderr == (f"error: {tmp_path / 'log.csv'}: row 3 opens a quoted field that its line does not "
                            "close; records that span lines are not supported\n")
+
+
+def test_lines_of_a_text_report_that_are_not_records_are_counted_not_quarantined_and_sections_fill_their_rows(
+        tmp_path):
+    """The shoe lines fill shoe_id for every hand after them, across the pieces a log is read in; the
+    tallies and blank lines are skipped, counted in summary.json and on the terminal. A hand dealt
+    wrongly is flagged in its section's shoe."""
+    report = (DATA / "layouts" / "shoe_report.txt").read_text().splitlines()
+    at = report.index("Shoe number T01-S0003") + 3
+    report[at] = report[at].replace(",standard", ",standard,extra")  # a broken hand line is still quarantined
+    (tmp_path / "report.txt").write_text("\n".join(report) + "\n\n  \n")
+    args = ("--mapping", ROOT_SCHEMAS / "shoe-report.json", "--no-contract", "--as-of", "2027-01-01")
+    done = cli("audit", tmp_path / "report.txt", "--out", tmp_path / "out", *args)
+    assert done.returncode == 1, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["inputs"][0]["lines_skipped"] == 2 + 2 * 4 + 3  # shoe lines, tallies and their titles, blanks
+    assert (summary["rows_read"], summary["rows_quarantined"]) == (157, 1)
+    assert "157 rows read (13 lines skipped: blank, or not records by the mapping)" in done.stdout
+    quarantine = pl.read_parquet(tmp_path / "out" / "quarantine.parquet")
+    assert quarantine.select("source_row", "shoe_id", "reason").rows() == [
+        (at + 1, "T01-S0003", "the row has 14 fields, the header 13")]
+    options = run.Options(mapping=ingest.load_mapping(ROOT_SCHEMAS / "shoe-report.json"), as_of=AS_OF, validate=False,
+                          tuning=Tuning(read_rows=7, piece_rows=7))
+    run.audit(tmp_path / "report.txt", tmp_path / "in-pieces", options)
+    findings = pl.read_parquet(tmp_path / "out" / "findings.parquet").drop("run_id")
+    assert findings.equals(pl.read_parquet(tmp_path / "in-pieces" / "findings.parquet").drop("run_id"))
+    assert set(findings["shoe_id"]) == {"T01-S0002", "T01-S0003"} and "BANKER_DRAW" in set(findings["check"])
+
+
+@pytest.mark.parametrize(("mapping", "said"), [
+    ({"sections": ["^Shoe (?P<shoe>\\d+)$"]}, "sections '^Shoe (?P<shoe>\\\\d+)$' names the group 'shoe', not a column"),
+    ({"sections": ["^Shoe \\d+$"]}, "names no group; a section line fills columns by named groups"),
+    ({"skip": ["^(?<=x)y"]}, "skip '^(?<=x)y' is not a pattern polars reads"),
+    ({"sections": ["^Shoe (?P<shoe_id>\\d+)$"], "columns": {"shoe": "shoe_id"}}, "both fill shoe_id"),
+])
+def test_a_skip_or_section_pattern_that_cannot_work_is_refused_naming_it(tmp_path, mapping, said):
+    (tmp_path / "m.json").write_text(json.dumps(mapping))
+    done = cli("audit", DATA / "layouts" / "shoe_report.txt", "--mapping", tmp_path / "m.json", "--out", tmp_path / "o")
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+def test_sections_over_a_log_that_has_the_column_or_is_not_text_are_refused(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps({"sections": ["^Shoe (?P<shoe_id>\\d+)$"]}))
+    done = cli("audit", DATA / "rounds.csv", "--mapping", tmp_path / "m.json", "--out", tmp_path / "o")
+    assert done.returncode == 2 and "column shoe_id is in the log, and the mapping's section lines fill it too" in done.stderr
+    done = cli("audit", DATA / "rounds.parquet", "--mapping", tmp_path / "m.json", "--out", tmp_path / "o")
+    assert done.returncode == 2 and "which only a CSV or text log of rounds has; this is a parquet log" in done.stderr
+
+
+def test_burn_cards_held_as_records_in_two_fields_are_read_in_order_and_counted_by_card_count(tmp_path):
+    """The npm engine's burn: the card turned, then the cards it burns, each a record; most rounds have
+    none. The sample burns cards its shoes leave undealt: its findings are the layout's without burns.
+    Burning nine 5H in a shoe of eight decks is CARD_COUNT's to find."""
+    burnt = baccarat_audit.audit(DATA / "layouts" / "burn_records.jsonl", mapping="burn-records", as_of=AS_OF)
+    plain = baccarat_audit.audit(DATA / "layouts" / "nested_rounds.jsonl", mapping="nested-json", as_of=AS_OF)
+    assert burnt.summary["findings"] == plain.summary["findings"] and burnt.summary["findings"]["CARD_COUNT"] == 0
+    assert _found(burnt).equals(_found(plain))
+    rows = [json.loads(line) for line in (DATA / "layouts" / "burn_records.jsonl").read_text().splitlines()]
+    log = ingest.scan(DATA / "layouts" / "burn_records.jsonl", "round_log", ingest.load_mapping("burn-records"))
+    burns = log.frame.filter(pl.col("burn_cards").is_not_null()).select("round_id", "burn_cards").collect().rows()
+    assert burns == [("T01-S0002-C001", "AH AD"), ("T01-S0003-C001", "AS 4S")]
+    assert rows[0]["burn"] == {"burnCard": {"suit": "heart", "value": "A"}, "burnCards": [{"suit": "diamond", "value": "A"}]}
+    rows[0]["burn"]["burnCards"] = [{"suit": "heart", "value": "5"}] * 9
+    (tmp_path / "burnt.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    over = baccarat_audit.audit(tmp_path / "burnt.jsonl", mapping="burn-records", as_of=AS_OF)
+    counted = over.findings.filter(pl.col("check") == "CARD_COUNT")
+    assert counted.height > 0 and set(counted["shoe_id"]) == {"T01-S0002"} and "5H" in counted["detail"][0]
+
+
+def test_burn_cards_as_text_a_card_a_field_or_a_json_array_are_read_and_misread_fields_named(tmp_path):
+    header = "round_id,turned,burnt,player_card_1,banker_card_1,player_card_2,banker_card_2,player_card_3,banker_card_3"
+    (tmp_path / "log.csv").write_text(f'{header}\nR1,9S,"[""2C"", ""KH""]",KS,9H,5D,QC,,\nR2,,,KS,9H,5D,QC,,\n'
+                                      'R3,4D,[],KS,9H,5D,QC,,\n')
+    (tmp_path / "m.json").write_text(json.dumps({"cards": {"burn": {"field": ["turned", "burnt"]}}}))
+    log = ingest.scan(tmp_path / "log.csv", "round_log", ingest.load_mapping(tmp_path / "m.json"))
+    assert log.frame.select("burn_cards").collect()["burn_cards"].to_list() == ["9S 2C KH", None, "4D"]
+    for mapping, said in (({"cards": {"burn": {"field": "burn"}}}, "reads burn cards from field burn, which the log "
+                           "does not have (found: round_id, turned, burnt"),
+                          ({"cards": {"burn": {"field": "turned"}}, "columns": {"burnt": "burn_cards"}},
+                           "columns burnt and cards burn both fill burn_cards")):
+        (tmp_path / "m.json").write_text(json.dumps(mapping))
+        done = cli("audit", tmp_path / "log.csv", "--mapping", tmp_path / "m.json", "--out", tmp_path / "out")
+        assert done.returncode == 2 and said in done.stderr, done.stderr
 
 
 def test_a_header_given_for_a_log_that_is_not_csv_is_exit_2(tmp_path):

@@ -158,6 +158,29 @@ def test_the_report_renders_in_headless_chromium_with_the_network_cut_off(sample
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_the_report_printed_to_pdf_in_chromium_holds_every_column_and_every_flagged_round(sample_audit, tmp_path):
+    """What a reviewer files: the matrix of checks whole (it was cut after its seventh column), and the
+    flagged rounds listed row by row (folded, they printed as one line)."""
+    import pypdf
+
+    pdf = tmp_path / "report.pdf"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-pdf-header-footer",
+             f"--user-data-dir={tmp_path / 'profile'}", f"--print-to-pdf={pdf}"]
+    printed = subprocess.run([CHROMIUM, *flags, (sample_audit / "report.html").as_uri()], capture_output=True,
+                             text=True, timeout=120)
+    assert printed.returncode == 0 and pdf.stat().st_size > 10_000, printed.stderr[-2000:]
+    text = "\n".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages).replace("_\n", "_")
+    matrix = text.split("Count, and in brackets per 1,000 of the table's rounds.")[1].split("Money by table")[0]
+    findings = pl.read_parquet(sample_audit / "findings.parquet")
+    checks = findings.filter(pl.col("table_id").is_not_null())["check"].unique()
+    assert len(checks) >= 8 and all(check in matrix.split("T0")[0] for check in checks), matrix
+    listed = text.split("rows of the round log with a ﬁnding.")[1]
+    flagged = findings.filter((pl.col("source") == "rounds") & pl.col("source_row").is_not_null())
+    for file, row, round_id in flagged.select("source_file", "source_row", "round_id").unique().iter_rows():
+        assert f"{Path(file).name} {row} {round_id}" in listed
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_the_network_check_sees_what_a_page_asks_for(tmp_path):
     """The check above can fail: a page that loads a script from a CDN is caught asking for it."""
     page = tmp_path / "page.html"
@@ -227,8 +250,8 @@ def test_the_report_has_contents_and_findings_by_table_and_check(sample_audit):
 def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_audit):
     page = (sample_audit / "report.html").read_text()
     summary = json.loads((sample_audit / "summary.json").read_text())
-    flagged = page.split('id="flagged-rounds"')[1].split("<h2")[0]
-    assert f"<summary>{summary['rounds_flagged']:,} rows of the round log with a finding</summary>" in flagged
+    flagged = page.split('id="flagged-rounds-and-bets"')[1].split("<h2")[0]
+    assert f"<p>{summary['rounds_flagged']:,} rows of the round log with a finding.</p>" in flagged
     assert flagged.count("<tr>") == summary["rounds_flagged"] + 1  # and the header
     # Each row with every check found on it, in the order findings.parquet first names the row.
     on_rows = pl.read_parquet(sample_audit / "findings.parquet").filter(
@@ -248,6 +271,39 @@ def test_the_report_lists_every_flagged_round_and_ends_with_a_sign_off(sample_au
     assert sign_off.count("standard.toml: SHA-256") == 1
     assert summary["run_by"]["host"] and summary["run_by"]["host"] in sign_off
     assert all(i["sha256"] in sign_off for i in summary["inputs"]) and "Reviewed by:" in sign_off
+
+
+def test_every_flagged_round_and_wrongly_paid_bet_is_in_a_csv_file_beside_the_report(sample_audit, tmp_path):
+    """What the page lists only in part, whole, for a spreadsheet: linked from the page, listed in the
+    manifest, written again by `report`; a value a spreadsheet would run as a formula is kept behind a '."""
+    summary = json.loads((sample_audit / "summary.json").read_text())
+    page = (sample_audit / "report.html").read_text()
+    rounds = pl.read_csv(sample_audit / "flagged_rounds.csv", infer_schema=False)
+    bets = pl.read_csv(sample_audit / "flagged_bets.csv", infer_schema=False)
+    findings = pl.read_parquet(sample_audit / "findings.parquet")
+    assert rounds.height == summary["rounds_flagged"] and bets.height == summary["bets_flagged"] > 3
+    assert bets.columns == ["source_file", "source_row", "bet_id", "round_id", "table_id", "shoe_id", "hand_no",
+                            "dealt_at", "expected", "paid", "detail"]
+    settled = findings.filter(pl.col("check") == "SETTLEMENT")
+    assert bets["bet_id"].to_list() == settled["bet_id"].to_list()
+    assert bets["paid"].to_list() == settled["recorded"].to_list()
+    first = rounds.row(0, named=True)
+    assert (first["round_id"], first["dealt_at"], first["checks"]) == ("T01-S0002-C056", "2026-11-01T19:58:20Z",
+                                                                        "BANKER_DRAW")
+    assert '<a href="flagged_rounds.csv">' in page and '<a href="flagged_bets.csv">' in page
+    manifest = json.loads((sample_audit / ".baccarat-audit.json").read_text())["files"]
+    assert {"flagged_rounds.csv", "flagged_bets.csv"} <= set(manifest)
+    log = pl.read_csv(DATA / "rounds.csv", infer_schema=False).head(300)
+    at = findings.filter(pl.col("source") == "rounds")["source_row"][0] - 1
+    formula = '=HYPERLINK("http://x","ok")'
+    log.with_columns(round_id=pl.when(pl.int_range(pl.len()) == at).then(pl.lit(formula)).otherwise("round_id")
+                     ).write_csv(tmp_path / "crafted.csv")
+    assert cli("audit", tmp_path / "crafted.csv", "--out", tmp_path / "out", "--no-contract").returncode == 1
+    assert not (tmp_path / "out" / "flagged_bets.csv").exists()  # no bet log given
+    (tmp_path / "out" / "flagged_rounds.csv").unlink()
+    assert CliRunner().invoke(app, ["report", str(tmp_path / "out")]).exit_code == 0  # written again
+    crafted = pl.read_csv(tmp_path / "out" / "flagged_rounds.csv", infer_schema=False)
+    assert crafted["round_id"][0] == "'" + formula and crafted["hand_no"][0][0].isdigit()
 
 
 def test_a_narrowed_run_says_what_it_kept_on_the_terminal_in_the_provenance_and_the_banner(tmp_path):

@@ -74,6 +74,23 @@ def test_money_is_summed_within_a_currency_only(tmp_path):
     assert "<td class=\"num\">61.00 EUR, 20.00 GBP</td>" in (tmp_path / "out" / "report.html").read_text()
 
 
+def test_money_is_shown_to_its_currencys_decimals_and_kept_exact_in_the_summary(tmp_path):
+    """Yen have no decimals and dinars three (ISO 4217, from CLDR): a person reads 1,500 JPY and 12.500 BHD;
+    summary.json keeps the exact text. One currency: the report's money per table is written so too."""
+    for code in ("JPY", "BHD", "EUR"):
+        bets = pl.read_csv(BETS, infer_schema=False).with_columns(currency=pl.lit(code))
+        bets.write_csv(tmp_path / f"{code}.csv")
+        out = tmp_path / code
+        s = run.audit(ROUNDS, out, run.Options(bets=tmp_path / f"{code}.csv", validate=False)).summary
+        over, under = s["money"][0]["overpaid"], s["money"][0]["underpaid"]
+        assert (over, under) == ("81.00", "10.00")  # exact decimal text, as ever
+        written = {"JPY": ("81", "10"), "BHD": ("81.000", "10.000"), "EUR": ("81.00", "10.00")}[code]
+        assert settlement.in_currencies(s["money"], "overpaid") == f"{written[0]} {code}"
+        page = (out / "report.html").read_text()
+        assert f'<td class="num">{written[1]} {code}</td>' in page and f'<td class="num">{written[0]}</td>' in page
+        assert settlement.grouped("1500.50", code) == {"JPY": "1,500.5", "BHD": "1,500.500", "EUR": "1,500.50"}[code]
+
+
 def test_a_void_bet_returns_its_stake_and_an_open_one_is_not_settled(tmp_path):
     """Status VOID (any case): the stake is returned whatever the cards, even without the round; OPEN
     (or PENDING): quarantined; any other status: settled by the cards. Explained the same way."""
@@ -346,7 +363,7 @@ BET_LINES = {
     "paid wrong": (lambda i: f"R1,B{i},PLAYER,10,19.99,", None),
     "quoted": (lambda i: f'"R1","B{i}","banker","10.50",0,', None),
     "void": (lambda i: f"R9,B{i},TIE,5,5,VOID", None),
-    "blank": (lambda i: "", "the line is blank"),
+    "blank": (lambda i: "", None),  # not a bet: a line skipped
     "too few fields": (lambda i: f"R1,B{i},PLAYER", "the row has 3 fields, the header 6"),
     "too many fields": (lambda i: f"R1,B{i},PLAYER,10,20,,x", "the row has 7 fields, the header 6"),
     "no bet_id": (lambda i: "R1,,PLAYER,10,20,", "bet_id is empty"),
@@ -372,6 +389,11 @@ def test_every_line_of_a_csv_bet_log_is_settled_or_quarantined_with_its_reason(t
     lines = (BET_LINES[kind][0](i) for i, kind in enumerate(kinds))
     text = end.join(["round_id,bet_id,bet_type,stake,paid,status", *lines])
     (folder / "bets.csv").write_bytes((text + (end if ends else "")).encode())
+    blank = kinds.count("blank")
+    if blank == len(kinds):
+        with pytest.raises(InputError, match="the header has no rows under it"):
+            run.audit(folder / "rounds.csv", folder / "out", run.Options(bets=folder / "bets.csv", validate=False))
+        return
     summary = run.audit(folder / "rounds.csv", folder / "out", run.Options(bets=folder / "bets.csv", validate=False,
                                                                             across_rounds=False)).summary
     quarantine = pl.read_parquet(folder / "out" / "bets_quarantine.parquet")
@@ -381,5 +403,5 @@ def test_every_line_of_a_csv_bet_log_is_settled_or_quarantined_with_its_reason(t
     assert set(reasons) == set(expected)
     flagged = set(pl.read_parquet(folder / "out" / "findings.parquet").filter(pl.col("source") == "bets")["source_row"])
     assert flagged == {i + 1 for i, kind in enumerate(kinds) if kind == "paid wrong"}
-    assert (summary["bets_read"], summary["bets_quarantined"]) == (len(kinds), len(expected))
-    assert summary["bets_settled"] == len(kinds) - len(expected)
+    assert (summary["bets_read"], summary["bets_quarantined"]) == (len(kinds) - blank, len(expected))
+    assert summary["bets_settled"] == len(kinds) - blank - len(expected)

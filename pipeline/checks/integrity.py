@@ -386,6 +386,11 @@ def sequence_breaks(rounds: pl.LazyFrame, starts_cut: bool = False) -> pl.LazyFr
         is_gap=(pl.col("copy") == 1) & gap, is_over=_OVER)
 
 
+#: Where a shoe starts past its first hand: the log may have been cut while the shoe was dealt.
+AFTER_HINT = (" Its first hands may be in the previous log: audit this one with --after and that log's output "
+              "folder, which carries the shoes open at its end.")
+
+
 def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
     """SHOE_SEQUENCE findings: hand numbers that are not numbers, and the `sequence_breaks` found."""
     not_number = pl.col("shoe_id").is_not_null() & pl.col("hand_no").is_not_null() & _hand().is_null()
@@ -401,11 +406,12 @@ def shoe_sequence(found: list[pl.LazyFrame]) -> list[_WriteUp]:
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", _FIRST_EXPECTED.cast(pl.String), pl.col("hand_no"),
             # Integrity sees the replayed rounds only: a quarantined hand is a gap too.
-            pl.format("hand_no {} follows {} in shoe {}: {} missing (not in the log, or quarantined).",
+            pl.format("hand_no {} follows {} in shoe {}: {} missing (not in the log, or quarantined).{}",
                       pl.col("hand"), pl.col("previous").cast(pl.String).fill_null("the start of the shoe"),
                       pl.col("shoe_id"),
                       pl.when(pl.col("hand") - _FIRST_EXPECTED == 1).then(_FIRST_EXPECTED.cast(pl.String))
-                      .otherwise(pl.format("{} to {}", _FIRST_EXPECTED, pl.col("hand") - 1)))),
+                      .otherwise(pl.format("{} to {}", _FIRST_EXPECTED, pl.col("hand") - 1)),
+                      pl.when(pl.col("previous").is_null()).then(pl.lit(AFTER_HINT)).otherwise(pl.lit("")))),
             found=[f.filter(pl.col("is_gap")) for f in found]),
         _WriteUp(lambda rounds: _finding(
             rounds, "SHOE_SEQUENCE", pl.format("at most {} cards", _HOLDS), pl.format("{} cards", pl.col("cards_dealt")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import cache
 
 import polars as pl
 
@@ -329,16 +330,33 @@ def money_summary(money: pl.DataFrame) -> dict:
     return {"overpaid": total["overpaid"], "underpaid": total["underpaid"], "money": by_currency}
 
 
-def grouped(amount: str) -> str:
-    """An amount's text (`money_str`) with its thousands separated, as a person reads it: "3,061.78"."""
+def grouped(amount: str, currency: str | None = None) -> str:
+    """An amount's text (`money_str`) as a person reads it: its thousands separated and written to its
+    currency's decimals (`places`): "3,061.78", "1,500" yen, "12.500" dinars. Never rounded: places
+    beyond them, which a stake may hold, are kept."""
     whole, _, fraction = amount.partition(".")
-    return f"{int(whole):,}.{fraction}" if whole.isdigit() else amount
+    if not whole.isdigit():
+        return amount
+    fraction = fraction.rstrip("0").ljust(places(currency), "0")
+    return f"{int(whole):,}" + (f".{fraction}" if fraction else "")
+
+
+@cache
+def places(currency: str | None) -> int:
+    """The decimals a currency is written to, by its ISO 4217 code (CLDR's, through babel: JPY 0, BHD 3);
+    2 where the log names none, or a code CLDR does not know."""
+    if not currency:
+        return 2
+    from babel.numbers import get_currency_precision  # only when a log names its currency
+
+    return get_currency_precision(currency.upper())
 
 
 def in_currencies(money: list[dict], key: str) -> str:
-    """One of the summary's amounts (`overpaid` or `underpaid`) as a person reads it, its thousands
-    separated: "81.00", "3,061.78 EUR", or "12.00 EUR, 3.00 GBP". summary.json keeps the plain text."""
-    return ", ".join(f"{grouped(entry[key])} {entry['currency'] or ''}".strip() for entry in money) or e12_text(0)
+    """One of the summary's amounts (`overpaid` or `underpaid`) as a person reads it (`grouped`):
+    "81.00", "3,061.78 EUR", or "12.00 EUR, 1,500 JPY". summary.json keeps the plain text."""
+    return ", ".join(f"{grouped(entry[key], entry['currency'])} {entry['currency'] or ''}".strip()
+                     for entry in money) or e12_text(0)
 
 
 def money_str(amount: Decimal) -> str:

@@ -32,7 +32,7 @@ import polars as pl
 from .. import owned, stops, tuning
 from ..rules import cards, profiles
 from ..inputs import profile_files
-from ..checks import contract, expectations, fairness, integrity
+from ..checks import contract, expectations, fairness, integrity, open_shoes
 from ..outputs import evidence, report
 from ..inputs import discover, ingest
 from . import parts, stored
@@ -40,7 +40,7 @@ from .bets_beside import bets_in_scope, check_bets
 from .staging import STAGED, STAGING_PARQUET, Queries, copies_by_key, sink_in_log_order, staged_pieces
 from ..checks.round_checks import DUPLICATE, PER_ROUND
 from .preload import preload
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, first_line
 from ..checks.findings import in_log_order, published, round_findings
 from ..inputs.ids import id_key
 from ..rules.replay import replay
@@ -53,6 +53,7 @@ QUARANTINE_COLUMNS = ("source_file", "source_row", *ingest.columns("round_log"))
 OUTPUTS = discover.AUDIT_OUTPUTS
 DOCS = discover.AUDIT_DOCS  # the Great Expectations Data Docs folder in the output directory
 SUMMARY = discover.AUDIT_SUMMARY  # what a nightly job reads first: counts, exit code, provenance
+OPEN_SHOES = discover.AUDIT_OPEN_SHOES  # each table's last shoe, for the next night's `--after`
 
 
 def replayed(parsed: pl.LazyFrame) -> pl.LazyFrame:
@@ -83,7 +84,8 @@ def run_id_of(options: Options, logs: list[ingest.Log]) -> str:
                    options.mapping.values.get("profile", {}).values() if options.mapping else ()))
                             if profile_files.is_file(reference)],
                "options": [options.profile, options.validate, options.window, options.fairness_threshold,
-                           options.selection, options.across_rounds, sorted(options.fail_on)]}
+                           options.selection, options.across_rounds, sorted(options.fail_on)],
+               "after": _carried_sha256(options.after)}
     return hashlib.sha256(json.dumps(audited, default=str).encode()).hexdigest()[:32]
 
 
@@ -139,6 +141,8 @@ class Options:
     # NAME.toml (see `with_house_profiles`).
     profiles_dir: Path | None = None
     tuning: tuning.Tuning = tuning.Tuning()  # the sizes that bound memory: measured defaults
+    # The previous night's output folder: the shoes open at its end are carried in (`open_shoes`).
+    after: Path | None = None
 
 
 def with_house_profiles(options: Options) -> Options:
@@ -201,15 +205,19 @@ class _Read:
     staged_in_order: list[str]  # those staged while `integrity` finds the shoes in log order
     #: The pieces staged so (name, first log_row): staged again whole if a shoe comes back later.
     pieces_in_order: list[tuple[str, int]] = field(default_factory=list)
+    carried: pl.DataFrame | None = None  # the previous audit's open shoes, as rows before the log's
+    open_shoes: open_shoes.OpenShoes = field(default_factory=open_shoes.OpenShoes)
 
 
-def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime) -> _Read:
+def _read_once(log: ingest.Log, options: Options, staging: Path, started: datetime,
+               carry: pl.DataFrame | None = None) -> _Read:
     """The one read of the log: each piece (see `ingest.Log.pieces`) parsed (cards, reject reason) and
     replayed in memory, then from that frame its quarantine and per-round findings written, its counts,
     fairness cells and contract counts taken, its shoes checked as they are completed (`_Read.integrity`),
     and the columns of its rows that the checks across rounds and the bets read staged (`staged_columns`).
-    `log_row` numbers the rows of the log as read. `started`: the run's start, the present of
-    TIMESTAMP unless `Options.as_of` says otherwise.
+    `log_row` numbers the rows of the log as read, after the rows `carry` brings in (the previous
+    audit's open shoes: `open_shoes`), which the shoes' checks read first. `started`: the run's start,
+    the present of TIMESTAMP unless `Options.as_of` says otherwise.
 
     This thread reads each piece, parses and replays it in one query; while the next piece is read, a
     second thread takes it apart (`_take_apart`) and a third checks its shoes (`integrity.InLogOrder`,
@@ -229,7 +237,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
     read = _Read([], levels, [], set(), in_log_order, staged_columns(options), staged_columns(options, shoes=False))
-    rows = 0
+    rows, first_row = 0, 0 if carry is None else carry.height
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
     pieces = deque(_pieces_read(log))
@@ -239,13 +247,16 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         for i in range(count):
             piece = pieces.popleft()
             options.on_phase("reading and checking each round", i, count)
-            frame = _prepared_piece(log, piece, rows, options.profile)
+            frame = _prepared_piece(log, piece, first_row + rows, options.profile)
             rows += frame.height
             for done in taken:
                 done.result()  # a failure there is raised here
-            taken = [behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read)]
-            if in_log_order is not None:
-                taken.append(shoes.submit(copy_context().run, in_log_order.add, frame))
+            if i == 0 and carry is not None:
+                read.carried = open_shoes.carried(carry, frame.schema).with_columns(
+                    log_row=pl.int_range(pl.len(), dtype=frame.schema["log_row"]))
+                _shoes_of(read.carried, read)
+            taken = [behind.submit(copy_context().run, _take_apart, frame, f"{i:06d}", log, staging, singles, read),
+                     shoes.submit(copy_context().run, _shoes_of, frame, read)]
         for done in taken:
             done.result()
     require_rows(log, rows)
@@ -253,9 +264,41 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         in_log_order.finish()
         if not in_log_order.in_order:
             _stage_again(log, options, staging, read)
+    still_open = read.open_shoes.table()
+    if still_open is not None:
+        ingest.write_parquet(still_open, staging / OPEN_SHOES)
     ingest.collect(log.path, [stored.scan(staging / "quarantine.pieces").sink_parquet(
         staging / "quarantine.parquet", lazy=True)])
     return read
+
+
+def _carried_sha256(after: Path | None) -> str | None:
+    """The SHA-256 of the open shoes carried in from `after`: what the run read of it."""
+    return sha256(after / OPEN_SHOES) if after is not None and (after / OPEN_SHOES).is_file() else None
+
+
+def _shoes_of(frame: pl.DataFrame, read: _Read) -> None:
+    """A prepared piece (or the carried rows, first) to the checks of shoes in the read, and to the
+    shoes still open at its end."""
+    if read.integrity is not None:
+        read.integrity.add(frame)
+    read.open_shoes.add(frame)
+
+
+def carried_in(after: Path | None) -> pl.DataFrame | None:
+    """The shoes open at the end of the audit in folder `after` (`--after`): its open_shoes.parquet, or
+    None when it had none. An InputError when `after` holds no audit's outputs, or that file is not its own."""
+    if after is None:
+        return None
+    if not (after / SUMMARY).is_file() or SUMMARY not in owned.listed(after):
+        raise InputError(f"{after}: not an audit output directory (no summary.json of baccarat-audit in it); "
+                         "--after takes the previous night's --out")
+    if OPEN_SHOES not in owned.listed(after):
+        return None
+    try:
+        return pl.read_parquet(after / OPEN_SHOES)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"{after / OPEN_SHOES}: cannot be read ({first_line(error) or type(error).__name__})") from None
 
 
 def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) -> None:
@@ -380,7 +423,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     counted = round_counts(pl.concat(read.tallies))
     staged = [stored.scan(piece) for piece in staged_pieces(staging)]
     pieces = [piece.filter(pl.col("reject").is_null()) for piece in staged]
-    options.on_phase("checking across rounds")
+    options.on_phase("checking across rounds: repeated round_ids")
     collect = partial(run.frame, label=label)
     (staging / "findings.duplicates").mkdir()
     # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
@@ -389,19 +432,26 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     copies = copies_by_key(with_id, "id_key", run, label, "copies")
     on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies})}
     for k, of_part in enumerate(copies):
+        options.on_phase("checking across rounds: repeated round_ids", k, len(copies))
         run.sink(f"findings.duplicates/{k:06d}.parquet",
                  round_findings(of_part.filter(pl.col("reject").is_null()), DUPLICATE), label)
     if options.across_rounds:
+        options.on_phase("checking across rounds: shoes (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP)")
         if read.integrity is not None and read.integrity.in_order:
             found = read.integrity.findings()
         else:
-            found = integrity.integrity_findings(pieces, integrity.decks_of(names), log.columns,
+            # The shoes carried in (`--after`) first, as the staged pieces hold rows.
+            carried = [] if read.carried is None else [_as_staged(read.carried, pieces[0].collect_schema())]
+            found = integrity.integrity_findings([*carried, *pieces], integrity.decks_of(names), log.columns,
                                                  options.as_of or started, collect,
                                                  starts_cut=options.selection.since is not None,
                                                  scratch=staging / "integrity")
+        # The carried rows' own findings were the previous audit's.
+        found = found.filter(pl.col("source_file") != open_shoes.CARRIED)
         sink_in_log_order(found, log, "findings.integrity.parquet", run,
                           lambda rows: rows.sort(integrity.IN_ORDER), first_by="kind")
     if bet_log is not None:
+        options.on_phase("settling the bets beside their rounds")
         repeated = collect(pl.concat([of_part.select("round_id") for of_part in copies])
                            if copies else pl.LazyFrame(schema={"round_id": pl.String}))["round_id"]
         singles = expectations.Singles.of("bet_log", bet_log.columns, options.window) if options.validate else None
@@ -409,6 +459,13 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                                                        staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     return counted, on_the_way
+
+
+def _as_staged(rows: pl.DataFrame, schema: pl.Schema) -> pl.LazyFrame:
+    """Rows of another shape (the carried ones) as a staged piece holds them: its columns, nulls where
+    they lack one."""
+    return rows.lazy().select(*(pl.col(name).cast(dtype) if name in rows.columns else pl.lit(None, dtype).alias(name)
+                                for name, dtype in schema.items()))
 
 
 def kinds_to_fail_on(kinds: str | Iterable[str], named: str) -> frozenset[str]:
@@ -445,8 +502,9 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     run_id = run_id_of(options, [log, *([bet_log] if bet_log else [])])
+    carry = carried_in(options.after)
     with staging_in(out_dir, outputs_of(options)) as staging:
-        read = _read_once(log, options, staging, started)
+        read = _read_once(log, options, staging, started, carry)
         names = profiles_in(read.profiles, log.path, options.profile, options.mapping)
         tested = partial(fairness_tests, stored.scan(staging / CELLS) if read.levels else None, options, staging,
                          log.ranked)
@@ -469,12 +527,18 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
             # Kept apart until the merge: appended after it, they made a second write of every finding.
             fairness.table_findings(tests, options.fairness_threshold).write_parquet(
                 staging / "findings.tables.parquet")
+        options.on_phase("writing the findings in log order")
         _merge_findings(log, Queries(staging), run_id, options.mapping)
         if options.data_docs:
             contract.preload()  # imported only now: beside the checks it raised their peak (docs/performance.md)
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
         summary = summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
                             staging / "flagged")
+        # The shoes the next night carries in, and where this one's came from (`--after`).
+        summary["open_shoes"] = open_shoes.listed(read.open_shoes.table())
+        if options.after is not None:
+            summary["after"] = {"path": str(options.after / OPEN_SHOES), "sha256": _carried_sha256(options.after),
+                                "shoes_carried": open_shoes.listed(carry)["count"]}
         if options.validate:
             options.on_phase("input contract")
             subjects = [contract.Subject("round_log", log.path, log.columns,

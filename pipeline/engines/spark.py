@@ -385,8 +385,10 @@ def _csv(lines, path: Path, contract_name: str, mapping: ingest.Mapping | None):
             lines = pa.ListArray.from_arrays(pa.array([0, batch.num_rows], pa.int32()), batch.column("line"))
             records = formats.csv_records(pc.binary_join(lines, b"\n")[0].as_py() + b"\n", names)
             rows = ingest.flag_not_utf8(records.rename(renames), checked).collect()
-            # Side by side as the polars engine puts a file's records and lines (see `formats.csv_records`).
-            yield from _to_batches(pl.concat([rows, pl.from_arrow(batch.select(list(placed)))], how="horizontal"))
+            # Side by side as the polars engine puts a file's records and lines (see `formats.csv_records`);
+            # a blank line is not a record, and keeps its number from the rows after it.
+            both = pl.concat([rows, pl.from_arrow(batch.select(list(placed)))], how="horizontal")
+            yield from _to_batches(both.filter(~pl.col(formats.NOT_RECORD)).drop(formats.NOT_RECORD))
     # Spark's text is bytes unchecked: handed over as binary, since text that is not UTF-8 is not Arrow's.
     return lines.select(F.col("value").cast("binary").alias("line"), *placed).mapInArrow(task, _ddl(schema))
 
@@ -421,6 +423,9 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), run.outputs_of(options))  # before anything is read
     options = run.with_house_profiles(options)
+    if options.after is not None:
+        raise InputError(f"{options.after}: shoes carried in from the previous night (--after) are read by the "
+                         "polars engine only; audit the log with --engine polars")
     for mapping in filter(None, (options.mapping, options.bets_mapping)):
         if mapping.reshapes:
             raise InputError(f"{mapping.path}: a mapping that reads a log's layout (nested fields, card lists, "

@@ -36,8 +36,10 @@ def is_log_name(path: Path) -> bool:
 
 #: An audit's own outputs, and its Data Docs folder.
 AUDIT_SUMMARY = "summary.json"
+AUDIT_OPEN_SHOES = "open_shoes.parquet"
 AUDIT_OUTPUTS = ("findings.parquet", "quarantine.parquet", "bets_quarantine.parquet", "fairness.parquet",
-                 "evidence.json", AUDIT_SUMMARY, "report.html")
+                 "evidence.json", AUDIT_SUMMARY, "report.html", "flagged_rounds.csv", "flagged_bets.csv",
+                 AUDIT_OPEN_SHOES)
 AUDIT_DOCS = "contract"
 
 NOT_A_LOG = f"not a log ({', '.join(sorted(LOG_SUFFIXES))}, or .csv and .txt with .gz or .zst)"
@@ -142,9 +144,12 @@ def expand(inputs: Path | str | list) -> tuple[Path, list[Path], list[tuple[Path
             files.append(path)
     label = Path(str(items[0])) if len(items) == 1 else Path(f"{items[0]} (+{len(items) - 1} more)")
     # A file named twice (by another path, or a link) is read once: twice, each round would be a duplicate.
-    once = {}
+    # The other names are listed with what they name, so that none goes unread unseen.
+    once: dict[object, Path] = {}
     for path in files:
-        once.setdefault(_identity(path), path)
+        first = once.setdefault(_identity(path), path)
+        if first is not path:
+            unread.append((path, f"the same file as {first}, read once"))
     return label, list(once.values()), unread
 
 

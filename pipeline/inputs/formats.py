@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from polars.io.plugins import register_io_source
 
 from . import json_records, lines
+from .. import tuning
 from ..errors import InputError, first_line
 from .discover import TEXT_SUFFIXES, text_suffix
 
@@ -25,6 +26,19 @@ from .discover import TEXT_SUFFIXES, text_suffix
 PARQUET_MAGIC = b"PAR1"
 REPLACEMENT = "\ufffd"  # what a byte that is not UTF-8 is read as
 REPLACED = "line holds U+FFFD"  # a column of `csv_records`, named as no log column is: maybe a byte not UTF-8
+NOT_RECORD = "line is not a record"  # a column of `csv_records`: blank, or a line the mapping skips
+#: A line of blanks alone: never a record of a CSV log, whatever its mapping says.
+BLANK = r"^\s*$"
+
+
+def not_record(line: pl.Expr, pattern: str = BLANK) -> pl.Expr:
+    """Whether a CSV line (null when empty) is not a record: blank, or matched by `pattern`, the
+    mapping's lines that are not records (`mappings.Mapping.not_records`) or else blanks alone. A
+    line with a comma is not blank: only the few without one are searched for blanks."""
+    if pattern == BLANK:
+        return line.is_null() | pl.when(line.str.contains(",", literal=True)).then(False).otherwise(
+            line.str.contains(BLANK))
+    return line.is_null() | line.str.contains(pattern)
 #: How files named .csv that are not CSV text begin, and what they are: read as text, their header
 #: was a line of garbled names.
 NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",
@@ -75,8 +89,9 @@ def csv_header(path: Path, label: Path | None = None) -> list[str]:
 
 
 def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 0, count: int | None = None,
-                file_column: str | None = None) -> pl.LazyFrame:
-    """CSV lines as records, one per line (a blank line too), every field as text under `names`, and
+                file_column: str | None = None, not_records: str = BLANK) -> pl.LazyFrame:
+    """CSV lines as records, one per line (a blank line too, marked `NOT_RECORD` as the lines matching
+    `not_records` are), every field as text under `names`, and
     `malformed` when a line's field count is not the header's: lines `skip` to `skip + count` of a file
     (all by default; lines before `skip` are only looked at for their ends), of each of several files
     (with each row's file under `file_column`), or the whole of `source` when it is the text of some
@@ -96,11 +111,12 @@ def csv_records(source: Path | bytes | list[str], names: list[str], skip: int = 
     line = pl.col("line")
     unquoted = pl.when(line.str.contains('"', literal=True)).then(line.str.replace_all(r'"[^"]*"', "")).otherwise(line)
     fields = lines.select(fields=unquoted.str.count_matches(",", literal=True) + 1,
-                          **{REPLACED: line.str.contains(REPLACEMENT, literal=True)})
+                          **{REPLACED: line.str.contains(REPLACEMENT, literal=True),
+                             NOT_RECORD: not_record(line, not_records)})
     counted = pl.col("fields")
     return pl.concat([records, fields], how="horizontal").select(
-        *names, *filter(None, [file_column]), REPLACED,
-        malformed=pl.when(counted.is_null()).then(pl.lit("the line is blank")).when(counted != len(names)).then(
+        *names, *filter(None, [file_column]), REPLACED, NOT_RECORD,
+        malformed=pl.when(counted.is_not_null() & (counted != len(names))).then(
             pl.format("the row has {} field{}, the header {}", counted,
                       pl.when(counted == 1).then(pl.lit("")).otherwise(pl.lit("s")), pl.lit(len(names)))
         )
@@ -152,11 +168,12 @@ def _scan_buffers(size: int) -> tuple[bytearray, np.ndarray, np.ndarray]:
     return _SCANNING.buffers
 
 
-def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, count: int | None) -> pl.LazyFrame:
+def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, count: int | None,
+             not_records: str = BLANK) -> pl.LazyFrame:
     """Lines `first` to `first + count` of a CSV file as `csv_records` reads them, the bytes of the span
     read when the frame is collected (a polars IO source: `pl.defer` lost the rows of a frame asked
     for no column, as a row count or a row index asks)."""
-    schema = {**dict.fromkeys(names, pl.String), REPLACED: pl.Boolean, "malformed": pl.String}
+    schema = {**dict.fromkeys(names, pl.String), REPLACED: pl.Boolean, NOT_RECORD: pl.Boolean, "malformed": pl.String}
 
     def span(columns: list[str] | None, predicate: pl.Expr | None, rows: int | None, _: int | None
              ) -> Iterator[pl.DataFrame]:
@@ -165,7 +182,7 @@ def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, cou
         with source.open("rb") as handle:
             handle.seek(begin)
             text = handle.read(-1 if end is None else end - begin)
-        records = csv_records(text, names) if text else pl.LazyFrame(schema=schema)
+        records = csv_records(text, names, not_records=not_records) if text else pl.LazyFrame(schema=schema)
         if predicate is not None:
             records = records.filter(predicate)
         if columns is not None:
@@ -174,11 +191,17 @@ def csv_span(source: Path, starts: LineStarts, names: list[str], first: int, cou
     return register_io_source(span, schema=schema)
 
 
-def csv_rows(label: Path, files: list[Path]) -> list[int]:
-    """The rows under the header of each CSV file, counted by one query over them all, not a query per
+def csv_rows(label: Path, files: list[Path], not_records: str = BLANK) -> list[tuple[int, int]]:
+    """The lines under the header of each CSV file, and how many of them are not records (`not_record`),
+    counted by one query over them all, not a query per
     file. A file with a line whose quotes are not CSV quoting, or whose records, as the reader parses
     them, are not as many as its lines (a record that spans lines, which `csv_records` cannot read):
-    an InputError naming its row (`_misquoted_row`). Each file is read through its copy (`lines.copy_of`)."""
+    an InputError naming its row (`_misquoted_row`). Each file is read through its copy (`lines.copy_of`).
+    At most `Tuning.scan_files` files a query."""
+    most = tuning.current().scan_files
+    if len(files) > most:
+        return [rows for first in range(0, len(files), most)
+                for rows in csv_rows(label, files[first:first + most], not_records)]
     if not files:
         return []
     shared = {"has_header": False, "skip_rows": 1, "encoding": "utf8-lossy", "include_file_paths": "file",
@@ -192,7 +215,8 @@ def csv_rows(label: Path, files: list[Path]) -> list[int]:
     line = pl.col("line")
     misquoted = pl.when(line.str.contains('"', literal=True)).then(~line.str.contains(_QUOTED_AS_CSV)).any()
     try:
-        per_file = pl.collect_all([text_lines.group_by("file").agg(pl.len(), misquoted=misquoted),
+        per_file = pl.collect_all([text_lines.group_by("file").agg(pl.len(), misquoted=misquoted,
+                                                                   skipped=not_record(line, not_records).sum()),
                                    records.group_by("file").len()])
     except pl.exceptions.PolarsError as error:  # on a file whose quotes broke the reader, named by its row
         raise unreadable(next(filter(_misquoted_row, files), label), error) from None
@@ -203,7 +227,8 @@ def csv_rows(label: Path, files: list[Path]) -> list[int]:
             raise unreadable(file, pl.exceptions.ComputeError("a quote out of place"))
         if counts[0].get(name, 0) != counts[1].get(name, 0):
             raise unreadable(file, pl.exceptions.ShapeError("its records and its lines differ in number"))
-    return [counts[0].get(name, 0) for name in names]
+    skipped = dict(zip(per_file[0]["file"], per_file[0]["skipped"]))
+    return [(counts[0].get(name, 0), skipped.get(name, 0)) for name in names]
 
 
 def corrupt_parquet(files: Iterable[Path]) -> InputError | None:

@@ -34,7 +34,7 @@ from ..errors import InputError, OutputError, first_line
 from ..folders import SCHEMAS
 from .selection import Selection
 from .discover import expand, hive_values, names_in_log
-from .formats import (REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, zones_as_utc, csv_header, csv_records, csv_rows, csv_span,
+from .formats import (BLANK, NOT_RECORD, REPLACED, REPLACEMENT, LineStarts, corrupt_parquet, zones_as_utc, csv_header, csv_records, csv_rows, csv_span,
                       format_of, unreadable)
 
 MAPPINGS = SCHEMAS / "mappings"
@@ -121,6 +121,7 @@ class Log:
     selection: Selection
     unread: tuple[tuple[Path, str], ...] = ()  # entries of its directories not read, and why (`discover.expand`)
     notation: str = "cards"  # how its cards are written (`cards.NOTATIONS`), as its mapping says
+    not_records: str = BLANK  # a CSV line that is not a record, as a pattern (`Mapping.not_records`)
 
     @property
     def ranked(self) -> bool:
@@ -181,30 +182,42 @@ class Log:
         from its footer by pyarrow when it was opened (`_Opened.stored_rows`; a polars query per file
         cost a query per file), the CSV files' by one count of their lines (`formats.csv_rows`); 0 for a file
         the selection rules out."""
-        counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
-        csv_lines = dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted])))
-        return tuple(0 if one.ruled_out else csv_lines[i] if one.stored_rows is None else one.stored_rows
+        return tuple(0 if one.ruled_out else self._csv_lines[i][0] if one.stored_rows is None else one.stored_rows
                      for i, one in enumerate(self.opened))
+
+    @cached_property
+    def _csv_lines(self) -> dict[int, tuple[int, int]]:
+        """The CSV files' lines under the header, and the lines of them that are not records, by file number."""
+        counted = [i for i, one in enumerate(self.opened) if one.stored_rows is None and not one.ruled_out]
+        return dict(zip(counted, csv_rows(self.path, [self.files[i] for i in counted], self.not_records)))
+
+    @property
+    def lines_skipped(self) -> tuple[int, ...]:
+        """Per file, the lines of a CSV file that are not records (blank, or skipped by the mapping); 0 for others."""
+        return tuple(self._csv_lines.get(i, (0, 0))[1] for i in range(len(self.files)))
 
     @property
     def rows_in_files(self) -> tuple[int | None, ...]:
         """Each file's rows before any selection, for the provenance of a narrowed run: as
-        `rows_per_file`, but a file the selection ruled out unread counts its rows when its footer
-        or a read of it says them (Parquet, JSON Lines), None when it would take a read (CSV)."""
-        return tuple(one.stored_rows if one.ruled_out else rows for one, rows in zip(self.opened, self.rows_per_file))
+        `rows_per_file` less the lines that are not records, but a file the selection ruled out unread counts
+        its rows when its footer or a read of it says them (Parquet, JSON Lines), None when it would take a
+        read (CSV)."""
+        return tuple(one.stored_rows if one.ruled_out else rows - skipped
+                     for one, rows, skipped in zip(self.opened, self.rows_per_file, self.lines_skipped))
 
     def pieces(self, rows: int) -> Iterator[pl.LazyFrame]:
         """The log in pieces of at most `rows` rows before the selection, in order, for one streaming
         query each (see `spans`), of at most `Tuning.plans` plans (see `_read`): a piece is cut in consecutive
-        parts where its files are of more shapes. A log without a row is one empty piece."""
+        parts where its files are of more shapes, or more than `Tuning.scan_files`. A log without a row is
+        one empty piece."""
         selected = self._selected(tuple(enumerate(self.rows_per_file)))
-        most = tuning.current().plans
+        most, most_files = tuning.current().plans, tuning.current().scan_files
         for piece in list(spans(selected, rows)) or [[(selected[0][0], 0, 0)]]:
             part: list[tuple[int, int, int]] = []
             plans: set[object] = set()
             for span in piece:
                 plan = self._read_with(span)
-                if plan not in plans and len(plans) == most:
+                if (plan not in plans and len(plans) == most) or len(part) == most_files:
                     yield self._read(part)
                     part, plans = [], set()
                 part.append(span)
@@ -278,6 +291,11 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         raise InputError(f"{path}: the mapping gives a header, which only a CSV log can lack; this is a "
                          f"{file_format} file")
     events = mapping is not None and mapping.events is not None
+    not_records = mapping.not_records if mapping is not None else BLANK
+    sectioned = mapping.sectioned if mapping is not None else ()
+    if mapping is not None and (mapping.skip or mapping.sections) and (file_format != "csv" or events):
+        raise InputError(f"{path}: the mapping skips lines or reads section lines, which only a CSV or text log "
+                         f"of rounds has; this is a {'card-event' if events else file_format} log")
     try:
         if file_format == "parquet" or events:
             # The schema from the file's footer, by a scan of its own: asked of `whole`, it keeps later
@@ -320,8 +338,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
             def read(start: int, count: int | None) -> pl.LazyFrame:
                 # The whole file by polars' own reader, which stops early for a few rows; a span by its bytes.
                 if (start, count) == (0, None):
-                    return csv_records(source, header, 1)
-                return csv_span(source, starts, header, 1 + start, count)
+                    return csv_records(source, header, 1, not_records=not_records)
+                return csv_span(source, starts, header, 1 + start, count, not_records)
     except pl.exceptions.PolarsError as error:
         raise InputError(f"{path}: not a readable {file_format} file "
                          f"({first_line(error) or type(error).__name__})") from None
@@ -329,6 +347,13 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     found, broken = mappings.columns_of(mapping, dtypes, columns(contract_name), path)
     plain = {column.stored: target for target, column in found.items() if column.stored}
     names = [plain.get(name, name) for name in names] + [c for c, column in found.items() if column.stored is None]
+    twice = next((c for c in sectioned if c in names), None)
+    if twice:
+        raise InputError(f"{path}: column {twice} is in the log, and the mapping's section lines fill it too; "
+                         "one of them would be lost")
+    names += sectioned
+    if sectioned:
+        made[(SECTIONS, str(path))] = _sections(source, path, mapping)
     folders = hive_values(path)
     both = next((k for k in folders if mapping is not None and k in mapping.constants), None)
     if both:  # the constant would win unseen, merging every folder's rows into one table (or shoe)
@@ -364,6 +389,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
     # (`whole_files`). A file with a column of its own, or another order, is then read with its
     # neighbours, not by a plan of its own.
     read_from = {root for column in found.values() for root in column.expr.meta.root_names()}
+    if file_format == "parquet" and not events:
+        _text_bounded(path, source, footer, sorted(n for n in read_from if as_found.get(n) == pl.String))
     stored = (tuple((name, str(dtype)) for name, dtype in as_found.items()) if file_format == "csv" else
               tuple(sorted((name, str(dtype)) for name, dtype in as_found.items() if name in read_from)))
     # A JSON file is read alone: its records are typed by its own (`json_records`).
@@ -380,9 +407,14 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         if keep is not None:
             rows = rows.filter(keep)
         csv_text = file_format == "csv" and not events  # checked for bytes not UTF-8 (Parquet's are by its rules)
+        if csv_text:  # a blank line, or one the mapping skips, is not a record (`Log.lines_skipped`)
+            rows = rows.filter(~pl.col(NOT_RECORD))
         rows = rows.select(at["source_file"].alias("source_file"), at["source_row"].alias("source_row"), malformed,
                            *([REPLACED] if csv_text else []), **(trimmed | {c: at[c] for c in partitions}),
-                           **({FILE_NAME: at[FILE_NAME]} if derived else {})).with_columns(**finished)
+                           **({FILE_NAME: at[FILE_NAME]} if derived else {}))
+        if sectioned:
+            rows = _in_sections(rows.drop(sectioned), sectioned, made)
+        rows = rows.with_columns(**finished)
         if derived:
             rows = rows.with_columns(round_id=mappings.derived_round_id(mapping, pl.col(FILE_NAME))).drop(FILE_NAME)
         return flag_not_utf8(rows, present) if csv_text else rows
@@ -424,7 +456,8 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         paths = [str(file) for file, _ in files]
         scanned = (pl.scan_parquet(paths, schema={name: as_found[name] for name, _ in stored}, extra_columns="ignore",
                                    hive_partitioning=False, include_file_paths="log_file", glob=False)
-                   if file_format == "parquet" else csv_records(paths, header, 1, file_column="log_file"))
+                   if file_format == "parquet" else csv_records(paths, header, 1, file_column="log_file",
+                                                                not_records=not_records))
         rows = scanned.with_row_index("log_index")
         keep = selection.stored(as_stored, timed) if selection else None
         file = pl.col("log_file").cast(pl.Enum(paths)).to_physical()
@@ -443,6 +476,66 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
         footer is not None and selection.rules_out_by(footer, as_stored, timed and timed[0]))
     return _Opened([*names, *partitions], file_format, ranged, ruled_out, stored_rows, source,
                    shape, whole_files)
+
+
+#: The text a Parquet log may hold, as bytes of its text columns written out, and as times its size on
+#: disk past that: Parquet writes a repeated value once and each row as a number, so a file of a few KB
+#: can hold 2,000 rows of a 1 MiB value, which every step and output would then hold once a row. An
+#: honest log's text is a few tens of times its file.
+TEXT_BYTES, TEXT_TIMES = 256 << 20, 1000
+
+
+def _text_bounded(path: Path, source: Path, footer: pq.FileMetaData, names: list[str]) -> None:
+    """An InputError naming a Parquet file whose text columns hold more than `TEXT_BYTES` and more
+    than `TEXT_TIMES` its size, and the column that holds most. Read only where the footer allows as
+    much (no column chunk holds more than its values times its stored bytes: a one-row file of many is
+    not read for it); polars reads a dictionary's text once, however many rows name it."""
+    chunks = [footer.row_group(g).column(i) for g in range(footer.num_row_groups) for i in range(footer.num_columns)]
+    most = max(TEXT_BYTES, TEXT_TIMES * path.stat().st_size)
+    if not names or sum(c.num_values * c.total_uncompressed_size for c in chunks if c.path_in_schema in names) <= most:
+        return
+    rows = pl.scan_parquet(source, glob=False, hive_partitioning=False)
+    held = collect(path, [rows.select(pl.col(names).str.len_bytes().sum())])[0].row(0, named=True)
+    if sum(held.values()) > most:
+        widest = max(held, key=held.get)
+        raise InputError(f"{path}: its text columns hold {sum(held.values()):,} bytes ({widest} {held[widest]:,}), "
+                         f"over {TEXT_TIMES:,} times the file's {path.stat().st_size:,}; a log's values are not "
+                         "repeated so (a file that is not a log?)")
+
+
+SECTIONS = "sections"  # what `made` holds a file's section lines under (`_sections`)
+
+
+def _sections(source: Path, path: Path, mapping: Mapping) -> pl.DataFrame:
+    """The section lines of a CSV or text log (`Mapping.sections`): each line's file and row, numbered as
+    its records are, and for each column a section fills, its value where the line fills it (a line of
+    a pattern that names it), null where the line fills another."""
+    line = pl.col("line")
+    rows = pl.scan_csv(source, has_header=False, skip_rows=1, separator="\x00", quote_char=None,
+                       schema={"line": pl.String}, encoding="utf8-lossy", glob=False).with_row_index("source_row", 1)
+    named = [(pattern, set(re.compile(pattern).groupindex)) for pattern in mapping.sections]
+    hit = [line.str.contains(pattern) for pattern, _ in named]
+    filled = {c: pl.coalesce([pl.when(found).then(line.str.extract_groups(pattern).struct.field(c))
+                              for (pattern, groups), found in zip(named, hit) if c in groups])
+              for c in mapping.sectioned}
+    # Which columns each line fills, whatever the values: a line of a pattern fills all its groups.
+    fills = {f"fills {c}": pl.any_horizontal([found for (_, groups), found in zip(named, hit) if c in groups])
+             for c in mapping.sectioned}
+    return collect(path, [rows.filter(pl.any_horizontal(hit)).select(
+        source_file=pl.lit(str(path)), source_row="source_row", **filled, **fills)])[0]
+
+
+def _in_sections(rows: pl.LazyFrame, sectioned: tuple[str, ...], made: dict) -> pl.LazyFrame:
+    """`rows` (with source_file and source_row, in log order) with each column the section lines fill
+    taken from the last line before the row, in its file, that fills it."""
+    tables = [table for key, table in made.items() if isinstance(key, tuple) and key[0] == SECTIONS]
+    sections = pl.concat(tables).lazy()
+    for c in sectioned:
+        lines_filling = sections.filter(pl.col(f"fills {c}")).select("source_file", section_row="source_row",
+                                                                     **{c: pl.when(pl.col(c) != "").then(pl.col(c))})
+        rows = rows.join_asof(lines_filling, left_on="source_row", right_on="section_row", by="source_file",
+                              strategy="backward", check_sortedness=False).drop("section_row")
+    return rows
 
 
 def _csv_source(path: Path, mapping: Mapping | None) -> Path:
@@ -472,10 +565,13 @@ def _rounds_of_events(path: Path, file_format: str, contract_name: str, mapping:
     if lacking:
         raise InputError(f"{path}: the mapping's events are read from field {lacking}, which the log lacks "
                          f"(found: {', '.join(n for n in stored if n != 'malformed')})")
-    flat = [name for name, dtype in stored.items() if name != "malformed" and not dtype.is_nested()]
+    flat = [name for name, dtype in stored.items() if name not in ("malformed", NOT_RECORD) and not dtype.is_nested()]
     renames = {field: target for field, target in mapping.columns.items() if field in flat}
+    # A blank line is no event; the events keep the rows of their lines.
+    skipped = pl.col(NOT_RECORD) if NOT_RECORD in stored else pl.lit(False)
     texts = rows.select(*(as_text(pl.col(name), stored[name]).str.strip_chars().alias(renames.get(name, name))
-                          for name in flat), "malformed").with_row_index("event_row", offset=1)
+                          for name in flat), "malformed", skipped.alias(NOT_RECORD)).with_row_index(
+        "event_row", offset=1).filter(~pl.col(NOT_RECORD)).drop(NOT_RECORD)
     copy = lines.new_copy(".parquet")
     card_events.rounds(collect(path, [texts])[0], spec, columns(contract_name)).write_parquet(copy)
     return copy
@@ -597,12 +693,12 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     named = names_in_log(inputs) if mapping is not None and "source_file" in mapping.round_id else {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made, named) for path in files],
                      selection)
-    if not any(_has_rows(path, one.rows(0, 1, narrowed=False)) for path, one in zip(files, opened)):
+    if not any(_has_rows(path, one.rows(0, None, narrowed=False)) for path, one in zip(files, opened)):
         raise InputError(f"{files[0]}: the header has no rows under it; nothing to audit" if len(files) == 1
                          else f"{label}: none of its {len(files)} files has a row under its header; nothing to audit")
     names = frozenset(name for one in opened for name in one.names)
     return Log(label, tuple(files), tuple(one.file_format for one in opened), names, tuple(opened), selection,
-               tuple(unread), mapping.notation if mapping else "cards")
+               tuple(unread), mapping.notation if mapping else "cards", mapping.not_records if mapping else BLANK)
 
 
 def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Selection) -> list[_Opened]:
@@ -618,7 +714,9 @@ def _tested(label: Path, files: list[Path], opened: list[_Opened], selection: Se
     for i, one in enumerate(opened):
         if not (one.ruled_out or selection.decided_by(one.shape.folders)):
             shapes.setdefault(one.shape, []).append(i)
-    groups = [group for shape, group in shapes.items() if shape.file_format == "parquet" or len(group) > 1]
+    most = tuning.current().scan_files
+    groups = [group[first:first + most] for shape, group in shapes.items()
+              if shape.file_format == "parquet" or len(group) > 1 for first in range(0, len(group), most)]
     kept: set[str] = set()
     for group in groups:
         # CSV files are counted later, those kept only (`Log.rows_per_file`): rows number source_row,

@@ -3,7 +3,8 @@
 A mapping file (schemas/mapping.schema.json says what it may hold) renames columns, reads fields of
 nested records by their dotted paths, spreads a hand's list of cards over its card columns,
 translates values (a value may be mapped to null: not recorded), fills columns the log lacks with a
-constant, names the columns of a CSV log written without a header, derives a round_id, declares
+constant, names the columns of a CSV log written without a header, skips a text log's lines that
+are not records and fills columns from its section lines, derives a round_id, declares
 cards written as points, and reads a log of card events (`card_events`). `columns_of` turns it, with
 a file's stored column types, into one expression per contract column, which ingest reads as text.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import jsonschema
 import polars as pl
 
 from .card_events import POSITIONS, Events
+from .formats import BLANK
 from ..errors import InputError
 from ..rules.bets import AMOUNT
 from ..rules.lookup import position
@@ -30,9 +33,10 @@ CARDS_PER_HAND = 3
 
 @dataclass(frozen=True)
 class CardList:
-    """Where a hand's cards are listed in one field (see schemas/mapping.schema.json, card_list)."""
+    """Where a hand's cards are listed in one field, or the burn cards in one or several (see
+    schemas/mapping.schema.json, card_list and burn_list)."""
 
-    field: str
+    field: str | tuple[str, ...]
     separator: str | None = None  # text: the cards written one after another, this between them
     rank: str | None = None  # records: the rank's and the suit's fields of each card
     suit: str | None = None
@@ -56,6 +60,20 @@ class Mapping:
     notation: str = "cards"  # how the cards are written: "points" for card points only (`cards.NOTATIONS`)
     events: Events | None = None  # a card-event log: where each event's round, position and card are
     paid: str = "gross"  # a bet log's payouts: "gross" (the stake included) or "net" (the winnings alone)
+    skip: tuple[str, ...] = ()  # a text log's lines that are not records (tallies, titles), as patterns
+    sections: tuple[str, ...] = ()  # a text log's section lines, whose named groups fill the records after them
+
+    @property
+    def not_records(self) -> str:
+        """One pattern of the lines of a CSV or text log that are not records: blank ones, the skipped, the
+        sections' (`formats.not_record`)."""
+        patterns = (BLANK, *self.skip, *self.sections)
+        return "|".join(f"(?:{pattern})" for pattern in patterns) if len(patterns) > 1 else BLANK
+
+    @property
+    def sectioned(self) -> tuple[str, ...]:
+        """The contract columns the section lines fill, in the order the patterns name them."""
+        return tuple(dict.fromkeys(name for pattern in self.sections for name in re.compile(pattern).groupindex))
 
     @property
     def derived_id(self) -> str | None:
@@ -69,7 +87,7 @@ class Mapping:
         to_null = any(new is None for table in self.values.values() for new in table.values())
         points = self.notation != "cards"
         return bool(self.cards or self.constants or self.header or self.round_id or self.events or nested
-                    or to_null or points or self.paid != "gross")
+                    or to_null or points or self.paid != "gross" or self.skip or self.sections)
 
 
 def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_name: str) -> Mapping:
@@ -85,12 +103,15 @@ def load(path: Path, schema: dict, contract_columns: tuple[str, ...], contract_n
     if error is not None:
         where = "" if error.json_path == "$" else f" at {error.json_path}"
         raise InputError(f"{path}: not a valid mapping file ({error.message}{where})")
-    cards = {hand: CardList(**spec) for hand, spec in data.get("cards", {}).items()}
+    cards = {hand: CardList(**spec | {"field": tuple(spec["field"]) if isinstance(spec["field"], list) else spec["field"]})
+             for hand, spec in data.get("cards", {}).items()}
     mapping = Mapping(data.get("name", path.stem), data.get("columns", {}),
                       _tables(path, data.get("values", {}), contract_columns), path, cards,
                       data.get("constants", {}), tuple(data["header"]) if "header" in data else None,
                       tuple(data.get("round_id", ())), data.get("notation", "cards"),
-                      Events(**data["events"]) if "events" in data else None, data.get("paid", "gross"))
+                      Events(**data["events"]) if "events" in data else None, data.get("paid", "gross"),
+                      tuple(data.get("skip", ())), tuple(data.get("sections", ())))
+    _patterns(mapping, contract_columns)
     if mapping.paid != "gross" and contract_name != "bet_log":
         raise InputError(f"{path}: the mapping says how payouts are written (paid: {mapping.paid}), but maps a "
                          f"{contract_name.replace('_', ' ')}; give it as the bet log's mapping")
@@ -116,6 +137,26 @@ def card_columns(hand: str) -> tuple[str, ...]:
     return tuple(f"{hand}_card_{i}" for i in range(1, CARDS_PER_HAND + 1))
 
 
+def _patterns(mapping: Mapping, known: tuple[str, ...]) -> None:
+    """Each skip and section pattern one that both Python and polars read, and each section's named
+    groups contract columns: a group misnamed would fill nothing, unseen."""
+    for part, patterns in (("skip", mapping.skip), ("sections", mapping.sections)):
+        for pattern in patterns:
+            try:
+                groups = re.compile(pattern).groupindex
+                pl.select(pl.lit("").str.contains(pattern))
+            except (re.error, pl.exceptions.PolarsError) as error:
+                raise InputError(f"{mapping.path}: {part} {pattern!r} is not a pattern polars reads "
+                                 f"({str(error).splitlines()[0]})") from None
+            stray = next((name for name in groups if name not in known), None)
+            if part == "sections" and not groups:
+                raise InputError(f"{mapping.path}: sections {pattern!r} names no group; a section line fills "
+                                 "columns by named groups, as (?P<shoe_id>\\d+)")
+            if part == "sections" and stray:
+                raise InputError(f"{mapping.path}: sections {pattern!r} names the group {stray!r}, not a column of "
+                                 f"the contract ({', '.join(known)})")
+
+
 def _check(mapping: Mapping, known: tuple[str, ...], contract_name: str) -> None:
     """What the JSON Schema cannot say: every column named is the contract's, and each is filled once.
     A misspelt column would otherwise be passed over, and a check that needs it skipped, without a word."""
@@ -133,8 +174,10 @@ def _check(mapping: Mapping, known: tuple[str, ...], contract_name: str) -> None
                          f"contract nor one of {', '.join(PLACE)}")
     filled: dict[str, str] = {}
     sources = [*((f"columns {source}", target) for source, target in mapping.columns.items()),
-               *((f"cards {hand}", column) for hand in mapping.cards for column in card_columns(hand)),
+               *((f"cards {hand}", column) for hand in mapping.cards if hand in HANDS for column in card_columns(hand)),
+               *(("cards burn", "burn_cards") for _ in [mapping.cards.get("burn")] if _),
                *((f"constants {column}", column) for column in mapping.constants),
+               *((f"sections {column}", column) for column in mapping.sectioned),
                *(("round_id (derived)", "round_id") for _ in mapping.round_id[:1]),
                *((f"events {place}", column) for place, column in POSITIONS.items() if mapping.events),
                *((f"events {mapping.events.round}", column) for column in ("round_id", "burn_cards")
@@ -177,7 +220,12 @@ def columns_of(mapping: Mapping | None, dtypes: dict[str, pl.DataType], contract
             if read is not None:
                 found[target] = Column(*read, None)
     broken = []
+    burn = mapping.cards.get("burn")
+    if burn is not None:
+        found["burn_cards"] = Column(_burnt(burn, dtypes, path, found), pl.String, None)
     for hand, listed in mapping.cards.items():
+        if hand not in HANDS:
+            continue
         read = _field(listed.field, dtypes)
         if read is None and not any(column in found for column in card_columns(hand)):
             raise InputError(f"{path}: the mapping reads the {hand}'s cards from field {listed.field}, which the "
@@ -267,6 +315,49 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
     else:
         each = [card.cast(pl.String) for card in each]
     return each, expr.list.len()
+
+
+def _burnt(listed: CardList, dtypes: dict[str, pl.DataType], path: Path, found: dict[str, Column]) -> pl.Expr:
+    """The burn cards of the fields `listed` names, in their order, as burn_cards holds them: cards
+    between spaces, null when none. Each field holds one card or a list of them: text (a card, a JSON
+    array, or cards with the separator between them) or records (a rank and a suit field)."""
+    fields = (listed.field,) if isinstance(listed.field, str) else listed.field
+    if "burn_cards" in found:
+        raise InputError(f"{path}: the mapping reads burn cards from {', '.join(fields)}, but the log has a "
+                         "burn_cards column already; one of them would be lost")
+    read = {name: _field(name, dtypes) for name in fields}
+    if not any(read.values()):
+        raise InputError(f"{path}: the mapping reads burn cards from field {', '.join(fields)}, which the log "
+                         f"does not have (found: {', '.join(dtypes)})")
+    none = pl.lit([], pl.List(pl.String))
+    each = [_as_card_list(listed, name, *how, path).fill_null(none) for name, how in read.items() if how is not None]
+    cards = pl.concat_list(each).list.eval(pl.element().filter(pl.element().str.strip_chars() != "")).list.join(" ")
+    return pl.when(cards != "").then(cards)
+
+
+def _as_card_list(listed: CardList, name: str, expr: pl.Expr, dtype: pl.DataType, path: Path) -> pl.Expr:
+    """A burn field's cards as a list of text: one card or a list of them, as text or as records."""
+    def card(record: pl.Expr) -> pl.Expr:
+        return pl.concat_str(_words(record.struct.field(listed.rank).cast(pl.String), listed.ranks),
+                             _words(record.struct.field(listed.suit).cast(pl.String), listed.suits))
+    inner = dtype.inner if isinstance(dtype, pl.List) else dtype
+    if isinstance(inner, pl.Struct):
+        fields = {f.name for f in inner.fields}
+        lacking = next((n for n in (listed.rank, listed.suit) if n is None or n not in fields), None)
+        if lacking is not None or listed.rank is None:
+            raise InputError(f"{path}: {name} holds {inner}; expected records with a "
+                             f"{lacking or 'rank'} field (name them by rank and suit)")
+        return expr.list.eval(card(pl.element())) if isinstance(dtype, pl.List) else pl.concat_list([card(expr)])
+    if isinstance(dtype, pl.List):
+        return expr.list.eval(pl.element().cast(pl.String))
+    if dtype == pl.String and listed.separator is None:  # a JSON array as text, or one card
+        text = expr.str.strip_chars()
+        inside = text.str.strip_prefix("[").str.strip_suffix("]").str.split(",").list.eval(
+            pl.element().str.strip_chars().str.strip_chars('"'))
+        return pl.when(_json_array(text)).then(inside).otherwise(pl.concat_list([text]))
+    if dtype == pl.String:
+        return expr.str.strip_chars().str.split(listed.separator)
+    raise InputError(f"{path}: {name} is stored as {dtype}; expected a card, a list of cards or card records")
 
 
 def _json_array(text: pl.Expr) -> pl.Expr:

@@ -140,19 +140,58 @@ def by_the_procedure(coup: Replay) -> dict:
     if coup.natural:
         player, banker, player_cards, banker_cards = coup.player_opening, coup.banker_opening, 2, 2
     elif coup.player_drew != coup.player_must_draw:
-        if coup.player_must_draw or tableau.banker_draws(coup.player_opening, coup.banker_opening, None):
-            return {"known": False, "why": "Player " + ("should have drawn and did not" if coup.player_must_draw
-                    else "drew against the tableau, and Banker, facing Player's two cards, would have drawn a card "
-                    "the log does not record")}
+        if coup.player_must_draw:
+            return {"known": False, "why": "Player should have drawn and did not",
+                    "missing": _missing_card(coup, "Player", coup.result)}
+        if tableau.banker_draws(coup.player_opening, coup.banker_opening, None):
+            return {"known": False, "why": "Player drew against the tableau, and Banker, facing Player's two cards, "
+                    "would have drawn a card the log does not record",
+                    "missing": _missing_card(coup, "Banker", coup.result, coup.player_opening)}
         player, banker, player_cards, banker_cards = coup.player_opening, coup.banker_opening, 2, 2
     elif coup.banker_drew != coup.banker_must_draw:
         if coup.banker_must_draw:
-            return {"known": False, "why": "Banker should have drawn and did not"}
+            return {"known": False, "why": "Banker should have drawn and did not",
+                    "missing": _missing_card(coup, "Banker", coup.result, coup.player_final)}
         banker, banker_cards = coup.banker_opening, 2
     result = tableau.result(player, banker)
     return {"known": True, "player": player, "banker": banker, "player_cards": player_cards,
             "banker_cards": banker_cards, "result": result,
             "same": (player, banker, player_cards, banker_cards) == recorded, "same_result": result == coup.result}
+
+
+def _missing_card(coup: Replay, hand: str, recorded: str, player: int | None = None) -> dict:
+    """The third card of `hand` that the procedure needed and the log lacks: for each of its points,
+    0 to 9, the result it would have given (null where Banker would then need a card the log lacks too:
+    Player's third card decides whether Banker draws), and the points that change the `recorded` result
+    (the recorded cards').
+    `player`: Player's final total when the card is Banker's."""
+    results: list[str | None] = []
+    for points in range(10):
+        if hand == "Banker":
+            results.append(tableau.result(player, (coup.banker_opening + points) % 10))
+        elif tableau.banker_draws(coup.player_opening, coup.banker_opening, points):
+            results.append(None)
+        else:
+            results.append(tableau.result((coup.player_opening + points) % 10, coup.banker_opening))
+    return {"card": f"{hand}'s third card", "results": results, "recorded": recorded,
+            "changing": [points for points, result in enumerate(results) if result is not None and result != recorded]}
+
+
+def _missing_text(missing: dict) -> str:
+    """`_missing_card` as a sentence: the points of the missing card grouped by the result they give."""
+    groups: list[tuple[list[int], str | None]] = []
+    for points, result in enumerate(missing["results"]):
+        if groups and groups[-1][1] == result:
+            groups[-1][0].append(points)
+        else:
+            groups.append(([points], result))
+    said = []
+    for run, result in groups:
+        span = str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+        what = ("Banker would draw a card the log lacks too" if result is None
+                else _outcome_words(result) + (", as recorded" if result == missing["recorded"] else ""))
+        said.append(f"{span}: {what}")
+    return (f"{missing['card'].capitalize()}, by its points (10, J, Q, K count 0): {'; '.join(said)}.")
 
 
 def unsettled(round_id: str, replayed: int, quarantined: int) -> str | None:
@@ -292,10 +331,23 @@ def note_bet_copies(settled: list[dict], places: list[dict]) -> None:
                              f"({', '.join(rows)}); the audit flags every copy.")
 
 
+def _others(found: dict) -> str:
+    """The other rounds a finding across rounds names (`api._other_rounds`), as the text says them."""
+    def at(other: dict) -> str:
+        return f"{other['round_id']} ({other['source_file']} row {other['source_row']})"
+    if found.get("other_copies"):
+        return " The other copies: " + ", ".join(map(at, found["other_copies"])) + "."
+    if found.get("hand_before"):
+        before = found["hand_before"]
+        return f" The hand before: hand {before['hand_no']}, {at(before)}, dealt at {before['dealt_at']}."
+    return ""
+
+
 def procedure_text(produced: dict) -> str:
     """`by_the_procedure` as a sentence of the explanation."""
     if not produced["known"]:
-        return f"By the procedure: cannot be known ({produced['why']})."
+        missing = f" {_missing_text(produced['missing'])}" if "missing" in produced else ""
+        return f"By the procedure: cannot be known ({produced['why']}).{missing}"
     if produced["same"]:
         return "By the procedure: the same totals and result as the recorded cards."
     ended = (f"By the procedure the coup would have ended Player {produced['player']}, Banker {produced['banker']}: "
@@ -334,8 +386,8 @@ def render(explanation: dict) -> str:
         lines.append("  " + ", ".join([*placed, f"profile {explanation['profile']}"]))
         if "copies" in explanation:
             lines.append(f"  {explanation['copies']}")
-        lines += [f"  {found['check']} (across the shoe): {found['detail']}"
-                  for found in explanation.get("across_rounds", [])]
+        for found in explanation.get("across_rounds", []):
+            lines.append(f"  {found['check']} (across the shoe): {found['detail']}{_others(found)}")
         lines += [f"  {n}. {step}" for n, step in enumerate(explanation["steps"], start=1)]
         if explanation["first_departure"] is not None:
             lines.append(f"  The procedure was first broken at step {explanation['first_departure']['step']}.")

@@ -47,8 +47,9 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 code, .hash { font-family: ui-monospace, monospace; font-size: .85em; word-break: break-all; }
 .headline td { font-size: 1.05rem; } .chart svg { max-width: 100%; height: auto; }
 .finding { border-left: 4px solid #c62828; padding: .2rem .8rem; margin: .8rem 0; background: #fafafa; }
-.muted { color: #666; }
-@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } .finding, table, .chart { break-inside: avoid; } }
+.muted { color: #666; } .scroll { max-height: 32rem; overflow: auto; }
+@media print { body { margin: 0; max-width: none; font-size: 11px; } h2 { break-after: avoid; }
+  .finding, .chart { break-inside: avoid; } tr { break-inside: avoid; } .scroll { max-height: none; overflow: visible; } }
 """
 
 
@@ -57,7 +58,8 @@ def _e(value: object) -> str:
 
 
 def _table(headers: list[str], rows: list[list[object]], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    # A check code may break after its underscores: the matrix of checks fits the screen and the page.
+    head = "".join(f"<th>{_e(h).replace('_', '_<wbr>')}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(f'<td class="num">{_e(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
                          for i, v in enumerate(row)) + "</tr>"
@@ -381,7 +383,7 @@ def render(out_dir: Path) -> str:
     try:
         return _page(out_dir, summary, evidence, drawn, _by_table(out_dir, findings, list(summary["findings"]))
                      + _money_by_table(findings, summary),
-                     _flagged_rounds(findings))
+                     _flagged_rounds(findings, summary))
     except KeyError as missing:  # a summary written by another version of the tool
         raise InputError(f"{out_dir}: summary.json has no {missing}, so another version of the tool wrote it; "
                          "audit the log again") from None
@@ -431,40 +433,47 @@ def _money_by_table(findings: pl.LazyFrame, summary: dict) -> str:
                  .sort("table_id").collect())
     if not per_table.height:
         return ""
-    rows = [[shown(r["table_id"]), f"{r['bets']:,}", settlement.grouped(money_str(r["overpaid"])),
-             settlement.grouped(money_str(r["underpaid"]))] for r in per_table.iter_rows(named=True)]
+    currency = summary["money"][0]["currency"] if summary["money"] else None  # one currency, or none named
+    rows = [[shown(r["table_id"]), f"{r['bets']:,}", settlement.grouped(money_str(r["overpaid"]), currency),
+             settlement.grouped(money_str(r["underpaid"]), currency)] for r in per_table.iter_rows(named=True)]
     return ("<h2>Money by table</h2><p>Bets paid otherwise than due, per table: what was paid beyond what was "
             "due, and short of it.</p>" + _table(["table", "bets wrongly paid", "overpaid", "underpaid"], rows, {1, 2, 3}))
 
 
-FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in findings.parquet
+FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in flagged_rounds.csv
 
 
-def _flagged_rounds(findings: pl.LazyFrame) -> str:
+def _flagged_rounds(findings: pl.LazyFrame, summary: dict) -> str:
     """Every flagged row of the round log with its checks, in log order, folded away: the first
-    FLAGGED_SHOWN of them on the page, all of them in findings.parquet beside it."""
+    FLAGGED_SHOWN of them on the page, all of them in flagged_rounds.csv beside it (`flagged_tables`);
+    with bets, a link to every wrongly paid bet in flagged_bets.csv."""
     on_rows = findings.filter(ON_A_ROUND_ROW)
     place = ["source_file", "source_row"]
     # Counted as one integer a row (`row_key`), and only the rows listed grouped with their checks:
     # grouped whole, a large log's flagged rows were held with their texts.
     total = on_rows.select(row_key().n_unique()).collect().item()
+    bets = "bets_read" in summary
+    paid_wrongly = (f'<p>Every bet paid otherwise than due ({counted(summary["bets_flagged"], "bet", ",")}): '
+                    f'<a href="{FLAGGED_BETS}">{FLAGGED_BETS}</a>.</p>') if bets else ""
     if not total:
-        return ""
+        return f"<h2>Flagged rounds and bets</h2><p>No round is flagged.</p>{paid_wrongly}" if bets else ""
     first = on_rows.select(place).unique(maintain_order=True).head(FLAGGED_SHOWN)
     listed = (on_rows.join(first, on=place, how="semi", maintain_order="left")
               .group_by(place, maintain_order=True)
               .agg(pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
                    pl.col("check").unique(maintain_order=True).str.join(", "))
               .collect())
-    more = ("" if total <= FLAGGED_SHOWN else
-            f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in findings.parquet.</p>')
+    every = f'<a href="{FLAGGED_ROUNDS}">{FLAGGED_ROUNDS}</a>'
+    more = (f'<p class="muted">All are in {every}.</p>' if total <= FLAGGED_SHOWN else
+            f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in {every}.</p>')
     table = _table(["file", "row", "round", "table", "shoe", "hand", "dealt at (UTC)", "checks"],
                    [[Path(r["source_file"]).name, r["source_row"], shown(r["round_id"]), shown(r["table_id"] or ""),
                      shown(r["shoe_id"] or ""), "" if r["hand_no"] is None else r["hand_no"],
                      "" if r["dealt_at"] is None else r["dealt_at"].strftime("%Y-%m-%d %H:%M:%S"), r["check"]]
                     for r in listed.iter_rows(named=True)], {1, 5})
-    return (f"<h2>Flagged rounds</h2><details><summary>{total:,} rows of the round log with a finding"
-            f"</summary>{table}{more}</details>")
+    # In a box that scrolls on screen and prints whole (a folded list printed as one line).
+    return (f"<h2>Flagged rounds{' and bets' if bets else ''}</h2><p>{total:,} rows of the round log with a finding."
+            f'</p><div class="scroll">{table}</div>{more}{paid_wrongly}')
 
 
 def _sign_off(summary: dict) -> str:
@@ -516,14 +525,52 @@ def _page(out_dir: Path, summary: dict, evidence: dict | None, drawn: str, by_ta
     )
 
 
+#: Every flagged row of the round log, and every wrongly paid bet, beside the report for a spreadsheet.
+FLAGGED_ROUNDS, FLAGGED_BETS = "flagged_rounds.csv", "flagged_bets.csv"
+
+
+def flagged_tables(out_dir: Path) -> dict[str, pl.LazyFrame]:
+    """The CSV files written beside the report, by name: every flagged row of the round log with its
+    checks and their details, in log order; with bets, every bet paid otherwise than due (SETTLEMENT)."""
+    findings = stored.scan(Path(out_dir) / "findings.parquet")
+    place = ["source_file", "source_row"]
+    tables = {FLAGGED_ROUNDS: findings.filter(ON_A_ROUND_ROW).group_by(place, maintain_order=True).agg(
+        pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
+        checks=pl.col("check").unique(maintain_order=True).str.join(", "), details=pl.col("detail").str.join(" | "))}
+    if "bets_read" in json.loads((Path(out_dir) / discover.AUDIT_SUMMARY).read_text()):
+        tables[FLAGGED_BETS] = findings.filter(pl.col("check") == "SETTLEMENT").select(
+            *place, "bet_id", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "expected",
+            paid="recorded", detail="detail")
+    return {name: _for_spreadsheets(table) for name, table in tables.items()}
+
+
+#: A cell a spreadsheet would take for a formula (=, +, -, @, a tab or CR first), unless it is a number.
+_FORMULA = r"^[=+\-@\t\r]"
+
+
+def _for_spreadsheets(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """`rows` with dealt_at in ISO 8601 (UTC, Z) and each text cell that a spreadsheet would run as a
+    formula (a round_id `=HYPERLINK(...)` from the log) behind a `'`, as OWASP advises for CSV; every
+    value stays whole in findings.parquet."""
+    def safe(cell: pl.Expr) -> pl.Expr:
+        formula = cell.str.contains(_FORMULA) & ~cell.str.contains(r"^[+-]?[0-9]+(\.[0-9]+)?$")
+        return pl.when(formula).then(pl.lit("'") + cell).otherwise(cell)
+    text = [name for name, dtype in rows.collect_schema().items() if dtype == pl.String]
+    return rows.with_columns(**{name: safe(pl.col(name)) for name in text},
+                             dealt_at=pl.col("dealt_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ"))
+
+
 def write(out_dir: Path) -> Path:
-    """Write `report.html` into the output directory (atomically, replacing only a report this tool
-    wrote there: `owned`) and return its path."""
+    """Write `report.html` and the CSV files beside it (`flagged_tables`) into the output directory
+    (atomically, replacing only what this tool wrote there: `owned`) and return the report's path."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         render(out_dir)  # names what is not there
     with owned.locked(out_dir, f"{out_dir}: cannot write the report here"):
         page = render(out_dir)
-        owned.claim(out_dir, ["report.html"])
+        tables = flagged_tables(out_dir)
+        owned.claim(out_dir, ["report.html", *tables])
+        for name, table in tables.items():
+            owned.replace_file(out_dir / name, lambda handle, table=table: table.sink_csv(handle))
         owned.replace_file(out_dir / "report.html", page)
     return out_dir / "report.html"

@@ -103,9 +103,11 @@ def _inputs(role: str, log: ingest.Log, mapping: ingest.Mapping | None, rows: pl
     counts = dict(rows.iter_rows())
     entries = []
     in_files = log.rows_in_files if log.selection else (None,) * len(log.files)
-    for path, file_format, in_file in zip(log.files, log.formats, in_files):
+    for path, file_format, in_file, skipped in zip(log.files, log.formats, in_files, log.lines_skipped):
         entry = {"role": role, "path": str(path), "format": file_format, "rows": counts.get(str(path), 0),
                  "sha256": sha256(path)}
+        if skipped:  # blank lines, or lines the mapping says are not records: counted, not rows
+            entry["lines_skipped"] = skipped
         if log.selection:
             entry |= {"rows": in_file, "rows_selected": counts.get(str(path), 0)}
         if mapping is not None and mapping.path is not None:
