@@ -29,13 +29,16 @@ class OpenShoes:
 
     def add(self, piece: pl.DataFrame) -> None:
         """The next piece of the log, prepared (`engines.run.prepared`), or the carried rows first."""
-        rows = piece.filter(pl.col("reject").is_null() & pl.col("shoe_id").is_not_null())
-        if not rows.height and self.rows is None:
-            return
-        held = rows if self.rows is None else pl.concat([self.rows, rows], how="diagonal_relaxed")
-        table = pl.col("table_id").fill_null("") if "table_id" in held.columns else pl.lit("")
-        last = held.group_by(table.alias("_table")).agg(pl.col("shoe_id").last())
-        self.rows = held.with_columns(_table=table).join(last, on=["_table", "shoe_id"], how="semi").drop("_table")
+        table = (pl.col("table_id").fill_null("") if "table_id" in piece.columns else pl.lit("")).alias("_table")
+        rows = piece.lazy().filter(pl.col("reject").is_null() & pl.col("shoe_id").is_not_null()).with_columns(table)
+        # The piece's rows of each table's last shoe in it, found on two columns: a copy of the piece held
+        # its every column.
+        last = rows.select("_table", "shoe_id").group_by("_table").agg(pl.col("shoe_id").last())
+        kept = rows.join(last, on=["_table", "shoe_id"], how="semi").collect()
+        if self.rows is not None:
+            kept = pl.concat([self.rows.with_columns(table), kept], how="diagonal_relaxed")
+        last = kept.group_by("_table").agg(pl.col("shoe_id").last())
+        self.rows = kept.join(last, on=["_table", "shoe_id"], how="semi").drop("_table")
 
     def table(self) -> pl.DataFrame | None:
         """The rows to carry into the next audit, each under its own file again; None when none is open."""
