@@ -183,13 +183,7 @@ def audit(
         raise typer.Exit(result.exit_code)
     if quiet:  # the exit code and summary.json say the rest
         raise typer.Exit(result.exit_code)
-    kept = summary_of.narrowing(s)
-    if kept:
-        in_files = summary_of.rows_in_files(s)
-        read = (f"{counted(s['rows_read'], 'row')} selected ({kept}) of "
-                f"{'the' if in_files is None else f'{in_files:,}'} rows in the log")
-    else:
-        read = f"{counted(s['rows_read'], 'row')} read"
+    read = f"{counted(s['rows_read'], 'row')}{summary_of.selected_of(s) or ' read'}"
     skipped = sum(entry.get("lines_skipped", 0) for entry in s["inputs"] if entry["role"] == "rounds")
     if skipped:
         read += f" ({counted(skipped, 'line')} skipped: blank, or not records by the mapping)"

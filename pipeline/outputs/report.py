@@ -25,7 +25,7 @@ from ..checks.round_checks import CHECKS
 from ..checks.findings import ON_A_ROUND_ROW, row_key
 from ..errors import InputError, first_line
 from .shown import counted, shown
-from .summary import narrowing, rows_in_files
+from .summary import narrowing, selected_of
 from ..inputs.timestamps import timestamp
 
 MEANINGS = ({c.code: c.meaning for c in CHECKS} | integrity.MEANINGS
@@ -145,10 +145,7 @@ def _verdict_parts(summary: dict) -> tuple[bool, str, str, list[str]]:
     if not (round_findings or bet_findings or quarantined or unmet or tables):  # the state, not the exit code
         bets = f" and {summary['bets_read']:,} bets" if "bets_read" in summary else ""
         checked = "dealt, totalled, recorded" + (" and paid" if "bets_read" in summary else "")
-        kept = narrowing(summary)
-        in_files = rows_in_files(summary)
-        selected = (f" selected ({kept}) of {'the' if in_files is None else f'{in_files:,}'} rows in the log"
-                    if kept else "")
+        selected = selected_of(summary)
         return (True, f"Clean run: all {summary['rows_read']:,} rounds{selected}{bets} were audited and every "
                       f"check that ran found each one {checked} by the book; nothing was quarantined.", covered, limits)
     parts = [f"{counted(round_findings, 'round finding', ',')} on {counted(summary['rounds_flagged'], 'round', ',')}"

@@ -82,6 +82,13 @@ def narrowing(summary: dict) -> str | None:
     return "; ".join(said)
 
 
+def selected_of(summary: dict) -> str:
+    """What a narrowed run kept of the log, as the terminal and the report say it after the rows it read:
+    " selected (table T01) of 2,000 rows in the log"; empty when not narrowed."""
+    kept, in_files = narrowing(summary), rows_in_files(summary)
+    return f" selected ({kept}) of {'the' if in_files is None else f'{in_files:,}'} rows in the log" if kept else ""
+
+
 def rows_in_files(summary: dict) -> int | None:
     """The rows of the round log's files before a selection; None where a file ruled out unread was not counted."""
     counts = [entry["rows"] for entry in summary["inputs"] if entry["role"] == "rounds"]
