@@ -6,9 +6,11 @@ the same log as CSV against a bare read of that CSV. It prints each ratio agains
 With --more, the steps between the floor and the audit, a narrowed audit, a log whose every round is
 found and the log kept as a year of nightly files.
 
-Every figure is measured in this one run, each task in a fresh subprocess so that its peak resident
-memory is its own; the bare reads and the bare replay are each the fastest of three such runs (see
-`measure`). The row-by-row loop runs on the smallest log and is scaled by rounds to the others.
+Every figure is measured in this one run, each task timed whole as a user waits for it: a fresh
+process, its interpreter's start and imports included, the floor the same way (`command`: the bare
+reads import polars alone, the DuckDB peer duckdb alone, the audits run as the command or the Python
+API runs them), its peak resident memory its own; the bare reads and the bare replay are each the
+fastest of three such runs (see `measure`). The row-by-row loop runs on the smallest log and is scaled by rounds to the others.
 Usage:
 python bench/bench.py [--rounds 1000000 10000000] [--flat-rounds 30000000] [--dir bench/logs] [--more]
 """
@@ -19,7 +21,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -198,6 +199,10 @@ COPY (
 """
 
 
+#: The card spellings the peer's query accepts, as SQL text.
+SPELLINGS = ", ".join(f"'{rank}{suit}'" for rank in ("A", *map(str, range(2, 11)), "J", "Q", "K") for suit in "HDCS")
+
+
 def duckdb_peer(path: Path, out: Path) -> int:
     """`PEER_SQL` run by DuckDB on the log, its flagged rounds written to `out`; returns the rounds it
     flags for the per-round checks (what `row_by_row` counts)."""
@@ -206,8 +211,7 @@ def duckdb_peer(path: Path, out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")
-    spellings = ", ".join(f"'{rank}{suit}'" for rank in ("A", *map(str, range(2, 11)), "J", "Q", "K") for suit in "HDCS")
-    connection.execute(PEER_SQL.format(log=path, out=out, cards=spellings))
+    connection.execute(PEER_SQL.format(log=path, out=out, cards=SPELLINGS))
     flags = ["player_draw", "banker_draw", "player_total", "banker_total", "outcome"]
     return pl.scan_parquet(out).filter(pl.any_horizontal(flags)).select(pl.len()).collect().item()
 
@@ -218,40 +222,13 @@ def per_round_flagged(out: Path) -> int:
             .select("source_file", "source_row").unique().select(pl.len()).collect().item())
 
 
-def peak_mib() -> float:
-    """This process's peak resident memory since it started (VmHWM). Not `getrusage`'s ru_maxrss: Linux
-    carries that across exec, so a task's figure could not fall below the RSS its parent had when it
-    spawned it (412 MiB for every small task, once the parent had generated the logs)."""
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
-
-
 def one(task: str, path: Path, out: Path) -> dict:
-    """Run one measured task in this process; report wall seconds and peak RSS."""
-    bets = path.parent / path.name.replace("rounds_", "bets_").replace("_with_bets", "")
-    # The bare and trimmed reads are whole-log reads held in memory, which the audit never makes: read
-    # as polars ships. The tool reads one row group ahead (`ingest.one_row_group_ahead`), which on 2
-    # cores doubles the time of one file read whole (the 10M-round log: 1.02 s against 0.53 s) and would
-    # flatter every ratio. The steps the audit takes in pieces read as the audit does.
-    start = time.perf_counter()
-    if task == "read":
-        scan = pl.scan_parquet(path)
-        scan.select(c for c in ingest.columns("round_log") if c in scan.collect_schema()).collect()
-    elif task == "read-csv":  # the CSV floor: a bare polars read of every column as text
-        pl.read_csv(as_csv(path), infer_schema=False)
-    elif task == "duckdb":
-        flagged = duckdb_peer(path, out / "peer.parquet")
-    elif task == "core":  # the per-round checks and DUPLICATE_ROUND, no contract, shoes or fairness
-        run.audit(path, out, run.Options(validate=False, across_rounds=False))
-    elif task == "no-contract":
-        run.audit(path, out, run.Options(validate=False))
-    elif task == "audit":  # the default: contract, report and every check
-        run.audit(path, out)
-    elif task == "audit-csv":
-        run.audit(as_csv(path), out)
-    elif task == "nightly":  # the nightly job: the default audit with the bets settled and their contract
-        run.audit(path, out, run.Options(bets=bets))
-    elif task == "read-trimmed":  # the log as every check reads it: text trimmed, empty text null
+    """Run one task that no command runs (`command`: the steps between the floor and the audit, the
+    bench's own replays) in this process; what it flags, for the bench to compare."""
+    # The trimmed read is a whole-log read held in memory, which the audit never makes: read as polars
+    # ships. The steps the audit takes in pieces read as the audit does.
+    flagged = None
+    if task == "read-trimmed":  # the log as every check reads it: text trimmed, empty text null
         ingest.scan(path, "round_log").frame.collect()
     elif task == "replayed":  # each piece parsed and replayed in memory, as the one read does, nothing else
         with ingest.one_row_group_ahead():
@@ -268,29 +245,74 @@ def one(task: str, path: Path, out: Path) -> dict:
         flagged = bare_replay(path)
     elif task == "row-by-row":
         flagged = row_by_row(path)
-    seconds = time.perf_counter() - start
-    figures = {"task": task, "seconds": seconds, "peak_mib": peak_mib()}
-    if task in ("row-by-row", "bare-replay", "duckdb"):
-        figures["flagged"] = flagged
-    elif task == "core":  # counted once the clock has stopped
-        figures["flagged"] = per_round_flagged(out)
-    return figures
+    return {"task": task, "flagged": flagged}
 
 
 FLOOR_RUNS = 3  # the floors (the bare read, and the bare replay) are each the fastest of this many runs
 FLOORS = ("read", "read-csv", "bare-replay")
 
 
+#: Reads with polars alone, as a user's script would: the Parquet log's contract columns, or a CSV as text.
+READ = "import sys, polars as pl; scan = pl.scan_parquet(sys.argv[1]); scan.select(sys.argv[2:]).collect()"
+READ_CSV = "import sys, polars as pl; pl.read_csv(sys.argv[1], infer_schema=False)"
+#: The peer with duckdb alone: `PEER_SQL` on the log, its rows written to a Parquet file.
+PEER = ("import sys, duckdb; c = duckdb.connect(); c.execute('SET enable_progress_bar = false'); "
+        "c.execute(sys.argv[1])")
+#: The audit's core by its Python API (no command runs it): no contract, no checks across rounds.
+CORE = ("import sys; from pathlib import Path; from baccarat_audit.engines import run; "
+        "run.audit(Path(sys.argv[1]), Path(sys.argv[2]), run.Options(validate=False, across_rounds=False))")
+#: Runs a command and writes its wall time and peak memory (`wait4`, from a process this small: Linux
+#: carries the peak of the process that forks across exec) to the file named first.
+LAUNCH = ("import json, os, sys, time; start = time.perf_counter(); pid = os.fork()\n"
+          "if pid == 0: os.execv(sys.argv[2], sys.argv[2:])\n"
+          "_, status, usage = os.wait4(pid, 0)\n"
+          "open(sys.argv[1], 'w').write(json.dumps({'seconds': time.perf_counter() - start, "
+          "'peak_mib': usage.ru_maxrss / 1024, 'code': os.waitstatus_to_exitcode(status)}))")
+
+
+def command(task: str, path: Path, out: Path) -> list[str]:
+    """What a user would run for `task`: the bare reads and the peer with their own library alone, the
+    audits as the command line runs them (the core by the API), the others by this file (`one`)."""
+    audit = [sys.executable, "-m", "baccarat_audit", "audit"]
+    bets = path.parent / path.name.replace("rounds_", "bets_").replace("_with_bets", "")
+    commands = {
+        "read": [sys.executable, "-c", READ, str(path), *(c for c in ingest.columns("round_log")
+                                                        if c in pl.scan_parquet(path).collect_schema())],
+        "read-csv": [sys.executable, "-c", READ_CSV, str(as_csv(path))],
+        "duckdb": [sys.executable, "-c", PEER, PEER_SQL.format(log=path, out=out / "peer.parquet", cards=SPELLINGS)],
+        "core": [sys.executable, "-c", CORE, str(path), str(out)],
+        "no-contract": [*audit, str(path), "--out", str(out), "--quiet", "--no-contract"],
+        "audit": [*audit, str(path), "--out", str(out), "--quiet"],
+        "audit-csv": [*audit, str(as_csv(path)), "--out", str(out), "--quiet"],
+        "nightly": [*audit, str(path), "--bets", str(bets), "--out", str(out), "--quiet"],
+    }
+    return commands.get(task, [sys.executable, __file__, "--one", task, str(path), str(out)])
+
+
 def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
-    """`task` run `runs` times, each in a fresh process; the fastest run's figures. The bare read of
-    the 10M-round log (2.2 GiB held) took 0.61 s in one run and 1.99 s in another: a slow floor would
-    flatter every ratio, so it is taken at its fastest, and so is the bare replay, the bound it sets
-    on every audit."""
+    """`task` run `runs` times, each timed whole in a fresh process (`command`); the fastest run's
+    figures. The bare read of the 10M-round log (2.2 GiB held) took 0.61 s in one run and 1.99 s in
+    another: a slow floor would flatter every ratio, so it is taken at its fastest, and so is the bare
+    replay, the bound it sets on every audit. What a task flags is counted once it is done."""
+    out.mkdir(parents=True, exist_ok=True)
+
     def run_once() -> dict:
-        done = subprocess.run([sys.executable, __file__, "--one", task, str(path), str(out)],
-                              capture_output=True, text=True, check=True)
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    return min((run_once() for _ in range(runs)), key=lambda figures: figures["seconds"])
+        figures_file = out / f".{task}.figures.json"
+        done = subprocess.run([sys.executable, "-c", LAUNCH, str(figures_file), *command(task, path, out)],
+                              capture_output=True, text=True)
+        figures = json.loads(figures_file.read_text())
+        if figures["code"] > 1:  # an audit's exit 1 is its findings
+            raise RuntimeError(f"{task} failed: {done.stderr[-2000:]}")
+        if task in ("row-by-row", "bare-replay"):
+            figures["flagged"] = json.loads(done.stdout.strip().splitlines()[-1])["flagged"]
+        return figures
+    best = min((run_once() for _ in range(runs)), key=lambda figures: figures["seconds"])
+    if task == "duckdb":
+        flags = ["player_draw", "banker_draw", "player_total", "banker_total", "outcome"]
+        best["flagged"] = pl.scan_parquet(out / "peer.parquet").filter(pl.any_horizontal(flags)).select(pl.len()).collect().item()
+    elif task == "core":
+        best["flagged"] = per_round_flagged(out)
+    return best
 
 
 def line(task: str, figures: dict, rounds: int) -> str:
