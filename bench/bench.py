@@ -98,7 +98,7 @@ def nightly_files(path: Path) -> Path:
     writing = folder.with_name(folder.name + ".writing")
     log = pl.scan_parquet(path)
     for table in log.select(pl.col("table_id").unique(maintain_order=True)).collect()["table_id"]:
-        rows = log.filter(pl.col("table_id") == table).collect()  # a table at a time: the 10M log is 4 GiB
+        rows = log.filter(pl.col("table_id") == table).collect()  # a table at a time, so that the bench never holds the whole log
         per_night = -(-rows.height // NIGHTS)
         for night in range(NIGHTS):
             day = datetime(2025, 11, 1) + timedelta(days=night)

@@ -299,8 +299,8 @@ def explain(
     findings across its shoe. Exit 0: the round agrees with the procedure; 1: it has a finding or is
     quarantined; 2: could not run."""
     try:
-        explained = library.explain(rounds if len(rounds) > 1 else rounds[0], round_id, bets=bets, profile=profile, profiles_dir=profiles_dir,
-                                    mapping=mapping, bets_mapping=bets_mapping, as_of=as_of)
+        explained = library.explain(rounds if len(rounds) > 1 else rounds[0], round_id, bets=bets, profile=profile,
+                                    profiles_dir=profiles_dir, mapping=mapping, bets_mapping=bets_mapping, as_of=as_of)
     except InputError as error:
         raise _fail(error) from None
     if as_json:

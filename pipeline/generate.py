@@ -98,7 +98,7 @@ def generate(rounds: int, seed: int, fault_rate: float = 0.0, tables: int = 4,
         profile = profile_files.load(profile_names[(table - 1) % len(profile_names)])
         clock, dealt, shoe_no = _naive_utc(start) if start else START, 0, 0
         while dealt < per_table and len(log.rows) < rounds:
-            on_phase("dealing rounds", len(log.rows), rounds)  # a shoe at a time: 1M rounds take minutes
+            on_phase("dealing rounds", len(log.rows), rounds)  # a shoe at a time: a large log takes a while to deal
             shoe_no += 1
             shoe = new_shoe(rng, profile.decks)
             cut = len(shoe) - rng.randint(14, 16)

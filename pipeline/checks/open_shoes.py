@@ -62,8 +62,14 @@ def listed(rows: pl.DataFrame | None) -> dict:
 
 
 def carried(rows: pl.DataFrame, like: pl.Schema) -> pl.DataFrame:
-    """The previous audit's open shoes as rows of this one (`like`, a prepared piece's schema): a column
-    it lacks null, its own file kept apart (`CARRIED_FILE`) and its source_file `CARRIED`."""
+    """The previous audit's open shoes as rows of this one (`like`, a prepared piece's schema, `shaped_as`),
+    their own file kept apart (`CARRIED_FILE`) and their source_file `CARRIED`."""
     rows = rows.with_columns(pl.col("source_file").alias(CARRIED_FILE), source_file=pl.lit(CARRIED))
+    return shaped_as(rows, like).with_columns(rows[CARRIED_FILE])
+
+
+def shaped_as(rows: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """`rows` with the columns of `schema` alone, cast to its types, null where they lack one: carried
+    rows of another night's log read beside this one's."""
     return rows.select(*(pl.col(name).cast(dtype) if name in rows.columns else pl.lit(None, dtype).alias(name)
-                         for name, dtype in like.items()), CARRIED_FILE)
+                         for name, dtype in schema.items()))

@@ -290,10 +290,11 @@ def carried_in(after: Path | None) -> pl.DataFrame | None:
     None when it had none. An InputError when `after` holds no audit's outputs, or that file is not its own."""
     if after is None:
         return None
-    if not (after / SUMMARY).is_file() or SUMMARY not in owned.listed(after):
+    ours = owned.listed(after)
+    if not (after / SUMMARY).is_file() or SUMMARY not in ours:
         raise InputError(f"{after}: not an audit output directory (no summary.json of baccarat-audit in it); "
                          "--after takes the previous night's --out")
-    if OPEN_SHOES not in owned.listed(after):
+    if OPEN_SHOES not in ours:
         return None
     try:
         return pl.read_parquet(after / OPEN_SHOES)
@@ -441,7 +442,8 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
             found = read.integrity.findings()
         else:
             # The shoes carried in (`--after`) first, as the staged pieces hold rows.
-            carried = [] if read.carried is None else [_as_staged(read.carried, pieces[0].collect_schema())]
+            carried = ([] if read.carried is None
+                       else [open_shoes.shaped_as(read.carried, pieces[0].collect_schema()).lazy()])
             found = integrity.integrity_findings([*carried, *pieces], integrity.decks_of(names), log.columns,
                                                  options.as_of or started, collect,
                                                  starts_cut=options.selection.since is not None,
@@ -459,13 +461,6 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
                                                        staging, repeated, singles, ranked=log.ranked)
         counted |= bet_counts
     return counted, on_the_way
-
-
-def _as_staged(rows: pl.DataFrame, schema: pl.Schema) -> pl.LazyFrame:
-    """Rows of another shape (the carried ones) as a staged piece holds them: its columns, nulls where
-    they lack one."""
-    return rows.lazy().select(*(pl.col(name).cast(dtype) if name in rows.columns else pl.lit(None, dtype).alias(name)
-                                for name, dtype in schema.items()))
 
 
 def kinds_to_fail_on(kinds: str | Iterable[str], named: str) -> frozenset[str]:

@@ -39,6 +39,8 @@ def not_record(line: pl.Expr, pattern: str = BLANK) -> pl.Expr:
         return line.is_null() | pl.when(line.str.contains(",", literal=True)).then(False).otherwise(
             line.str.contains(BLANK))
     return line.is_null() | line.str.contains(pattern)
+
+
 #: How files named .csv that are not CSV text begin, and what they are: read as text, their header
 #: was a line of garbled names.
 NOT_TEXT = {b"PK\x03\x04": "a ZIP archive (a spreadsheet workbook? export it as CSV)",

@@ -285,7 +285,8 @@ class _Opened:
 def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Selection, made: dict,
           names_in_log: dict[str, str]) -> _Opened:
     """One file as a frame of contract columns (text), with the columns it really has and its format;
-    `made` holds what files of one shape are read by (`_texts`), for all the files of a log."""
+    `made` holds what files of one shape are read by (`_texts`), and every file's section lines
+    (`SECTIONS`), for all the files of a log."""
     file_format = format_of(path)
     if mapping is not None and mapping.header is not None and file_format != "csv":
         raise InputError(f"{path}: the mapping gives a header, which only a CSV log can lack; this is a "
@@ -353,7 +354,7 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
                          "one of them would be lost")
     names += sectioned
     if sectioned:
-        made[(SECTIONS, str(path))] = _sections(source, path, mapping)
+        made.setdefault(SECTIONS, []).append(_sections(source, path, mapping))
     folders = hive_values(path)
     both = next((k for k in folders if mapping is not None and k in mapping.constants), None)
     if both:  # the constant would win unseen, merging every folder's rows into one table (or shoe)
@@ -479,9 +480,9 @@ def _open(path: Path, contract_name: str, mapping: Mapping | None, selection: Se
 
 
 #: The text a Parquet log may hold, as bytes of its text columns written out, and as times its size on
-#: disk past that: Parquet writes a repeated value once and each row as a number, so a file of a few KB
-#: can hold 2,000 rows of a 1 MiB value, which every step and output would then hold once a row. An
-#: honest log's text is a few tens of times its file.
+#: disk past that: Parquet writes a repeated value once and each row as a number, so a tiny file can
+#: hold thousands of rows of one long value, which every step and output would then hold once a row. An
+#: honest log's text is a few tens of times its file (docs/performance.md).
 TEXT_BYTES, TEXT_TIMES = 256 << 20, 1000
 
 
@@ -503,7 +504,7 @@ def _text_bounded(path: Path, source: Path, footer: pq.FileMetaData, names: list
                          "repeated so (a file that is not a log?)")
 
 
-SECTIONS = "sections"  # what `made` holds a file's section lines under (`_sections`)
+SECTIONS = "sections"  # what `made` holds every file's section lines under (`_sections`)
 
 
 def _sections(source: Path, path: Path, mapping: Mapping) -> pl.DataFrame:
@@ -528,8 +529,7 @@ def _sections(source: Path, path: Path, mapping: Mapping) -> pl.DataFrame:
 def _in_sections(rows: pl.LazyFrame, sectioned: tuple[str, ...], made: dict) -> pl.LazyFrame:
     """`rows` (with source_file and source_row, in log order) with each column the section lines fill
     taken from the last line before the row, in its file, that fills it."""
-    tables = [table for key, table in made.items() if isinstance(key, tuple) and key[0] == SECTIONS]
-    sections = pl.concat(tables).lazy()
+    sections = pl.concat(made[SECTIONS]).lazy()
     for c in sectioned:
         lines_filling = sections.filter(pl.col(f"fills {c}")).select("source_file", section_row="source_row",
                                                                      **{c: pl.when(pl.col(c) != "").then(pl.col(c))})
@@ -689,7 +689,7 @@ def scan(inputs: Path | str | list, contract_name: str, mapping: Mapping | None 
     """
     label, files, unread = expand(inputs)
     _FILES[label] = tuple(files)
-    made: dict[tuple, tuple] = {}
+    made: dict = {}  # by shape, what its files are read by (`_texts`); the section lines (`SECTIONS`)
     named = names_in_log(inputs) if mapping is not None and "source_file" in mapping.round_id else {}
     opened = _tested(label, files, [_open(path, contract_name, mapping, selection, made, named) for path in files],
                      selection)

@@ -292,11 +292,7 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
         text = expr.str.strip_chars()
         expr = pl.when(text != "").then(text.str.split(listed.separator))
     elif dtype == pl.String:  # a JSON array written as text in a CSV field: ["4", "2"] or [4, 2]
-        text = expr.str.strip_chars()
-        inside = text.str.strip_prefix("[").str.strip_suffix("]").str.strip_chars()
-        expr = (pl.when(_json_array(text) & (inside != ""))
-                .then(inside.str.split(",").list.eval(pl.element().str.strip_chars().str.strip_chars('"')))
-                .when(_json_array(text)).then(pl.lit([], pl.List(pl.String))))
+        expr = _json_cards(expr.str.strip_chars())
     elif not isinstance(dtype, pl.List):
         raise InputError(f"{path}: {listed.field} is stored as {dtype}; expected a list of cards, text "
                          "with a separator between them, or a JSON array as text")
@@ -307,9 +303,7 @@ def _cards(listed: CardList, expr: pl.Expr, dtype: pl.DataType, path: Path) -> t
         lacking = next((name for name in (listed.rank, listed.suit) if name not in fields), None)
         if lacking:
             raise InputError(f"{path}: {listed.field} holds {inner}; expected records with a {lacking} field")
-        each = [pl.concat_str(_words(card.struct.field(listed.rank).cast(pl.String), listed.ranks),
-                              _words(card.struct.field(listed.suit).cast(pl.String), listed.suits))
-                for card in each]
+        each = [_record_card(listed, card) for card in each]
     elif isinstance(inner, (pl.Struct, pl.List)):
         raise InputError(f"{path}: {listed.field} holds {inner}; name the rank and suit fields of its records")
     else:
@@ -337,9 +331,6 @@ def _burnt(listed: CardList, dtypes: dict[str, pl.DataType], path: Path, found: 
 
 def _as_card_list(listed: CardList, name: str, expr: pl.Expr, dtype: pl.DataType, path: Path) -> pl.Expr:
     """A burn field's cards as a list of text: one card or a list of them, as text or as records."""
-    def card(record: pl.Expr) -> pl.Expr:
-        return pl.concat_str(_words(record.struct.field(listed.rank).cast(pl.String), listed.ranks),
-                             _words(record.struct.field(listed.suit).cast(pl.String), listed.suits))
     inner = dtype.inner if isinstance(dtype, pl.List) else dtype
     if isinstance(inner, pl.Struct):
         fields = {f.name for f in inner.fields}
@@ -347,17 +338,32 @@ def _as_card_list(listed: CardList, name: str, expr: pl.Expr, dtype: pl.DataType
         if lacking is not None or listed.rank is None:
             raise InputError(f"{path}: {name} holds {inner}; expected records with a "
                              f"{lacking or 'rank'} field (name them by rank and suit)")
-        return expr.list.eval(card(pl.element())) if isinstance(dtype, pl.List) else pl.concat_list([card(expr)])
+        return (expr.list.eval(_record_card(listed, pl.element())) if isinstance(dtype, pl.List)
+                else pl.concat_list([_record_card(listed, expr)]))
     if isinstance(dtype, pl.List):
         return expr.list.eval(pl.element().cast(pl.String))
     if dtype == pl.String and listed.separator is None:  # a JSON array as text, or one card
         text = expr.str.strip_chars()
-        inside = text.str.strip_prefix("[").str.strip_suffix("]").str.split(",").list.eval(
-            pl.element().str.strip_chars().str.strip_chars('"'))
-        return pl.when(_json_array(text)).then(inside).otherwise(pl.concat_list([text]))
+        return pl.coalesce(_json_cards(text), pl.concat_list([text]))
     if dtype == pl.String:
         return expr.str.strip_chars().str.split(listed.separator)
     raise InputError(f"{path}: {name} is stored as {dtype}; expected a card, a list of cards or card records")
+
+
+def _record_card(listed: CardList, record: pl.Expr) -> pl.Expr:
+    """A card written as a record (`listed` names its rank's and suit's fields and their words) as text:
+    rank then suit, "KH"."""
+    return pl.concat_str(_words(record.struct.field(listed.rank).cast(pl.String), listed.ranks),
+                         _words(record.struct.field(listed.suit).cast(pl.String), listed.suits))
+
+
+def _json_cards(text: pl.Expr) -> pl.Expr:
+    """Trimmed text written as a JSON array of cards (`_json_array`: ["4", "2"] or [4, 2]) as a list of
+    their texts, empty for []; null where the text is no such array."""
+    inside = text.str.strip_prefix("[").str.strip_suffix("]").str.strip_chars()
+    return (pl.when(_json_array(text) & (inside != ""))
+            .then(inside.str.split(",").list.eval(pl.element().str.strip_chars().str.strip_chars('"')))
+            .when(_json_array(text)).then(pl.lit([], pl.List(pl.String))))
 
 
 def _json_array(text: pl.Expr) -> pl.Expr:

@@ -441,7 +441,7 @@ FLAGGED_SHOWN = 1000  # flagged rounds listed in the report; all of them are in 
 
 
 def _flagged_rounds(findings: pl.LazyFrame, summary: dict) -> str:
-    """Every flagged row of the round log with its checks, in log order, folded away: the first
+    """Every flagged row of the round log with its checks, in log order (`_by_row`): the first
     FLAGGED_SHOWN of them on the page, all of them in flagged_rounds.csv beside it (`flagged_tables`);
     with bets, a link to every wrongly paid bet in flagged_bets.csv."""
     on_rows = findings.filter(ON_A_ROUND_ROW)
@@ -455,18 +455,14 @@ def _flagged_rounds(findings: pl.LazyFrame, summary: dict) -> str:
     if not total:
         return f"<h2>Flagged rounds and bets</h2><p>No round is flagged.</p>{paid_wrongly}" if bets else ""
     first = on_rows.select(place).unique(maintain_order=True).head(FLAGGED_SHOWN)
-    listed = (on_rows.join(first, on=place, how="semi", maintain_order="left")
-              .group_by(place, maintain_order=True)
-              .agg(pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
-                   pl.col("check").unique(maintain_order=True).str.join(", "))
-              .collect())
+    listed = _by_row(on_rows.join(first, on=place, how="semi", maintain_order="left")).collect()
     every = f'<a href="{FLAGGED_ROUNDS}">{FLAGGED_ROUNDS}</a>'
     more = (f'<p class="muted">All are in {every}.</p>' if total <= FLAGGED_SHOWN else
             f'<p class="muted">The first {FLAGGED_SHOWN:,} of {total:,}; all are in {every}.</p>')
     table = _table(["file", "row", "round", "table", "shoe", "hand", "dealt at (UTC)", "checks"],
                    [[Path(r["source_file"]).name, r["source_row"], shown(r["round_id"]), shown(r["table_id"] or ""),
                      shown(r["shoe_id"] or ""), "" if r["hand_no"] is None else r["hand_no"],
-                     "" if r["dealt_at"] is None else r["dealt_at"].strftime("%Y-%m-%d %H:%M:%S"), r["check"]]
+                     "" if r["dealt_at"] is None else r["dealt_at"].strftime("%Y-%m-%d %H:%M:%S"), r["checks"]]
                     for r in listed.iter_rows(named=True)], {1, 5})
     # In a box that scrolls on screen and prints whole (a folded list printed as one line).
     return (f"<h2>Flagged rounds{' and bets' if bets else ''}</h2><p>{total:,} rows of the round log with a finding."
@@ -530,15 +526,20 @@ def flagged_tables(out_dir: Path) -> dict[str, pl.LazyFrame]:
     """The CSV files written beside the report, by name: every flagged row of the round log with its
     checks and their details, in log order; with bets, every bet paid otherwise than due (SETTLEMENT)."""
     findings = stored.scan(Path(out_dir) / "findings.parquet")
-    place = ["source_file", "source_row"]
-    tables = {FLAGGED_ROUNDS: findings.filter(ON_A_ROUND_ROW).group_by(place, maintain_order=True).agg(
-        pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
-        checks=pl.col("check").unique(maintain_order=True).str.join(", "), details=pl.col("detail").str.join(" | "))}
+    tables = {FLAGGED_ROUNDS: _by_row(findings.filter(ON_A_ROUND_ROW), details=pl.col("detail").str.join(" | "))}
     if "bets_read" in json.loads((Path(out_dir) / discover.AUDIT_SUMMARY).read_text()):
         tables[FLAGGED_BETS] = findings.filter(pl.col("check") == "SETTLEMENT").select(
-            *place, "bet_id", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "expected",
+            "source_file", "source_row", "bet_id", "round_id", "table_id", "shoe_id", "hand_no", "dealt_at", "expected",
             paid="recorded", detail="detail")
     return {name: _for_spreadsheets(table) for name, table in tables.items()}
+
+
+def _by_row(findings: pl.LazyFrame, **more: pl.Expr) -> pl.LazyFrame:
+    """Findings on rows of the round log, a row each in log order: its place, its round's table, shoe,
+    hand and dealt_at, its `checks` (in the order findings first name them), and `more` of its findings."""
+    return findings.group_by("source_file", "source_row", maintain_order=True).agg(
+        pl.col("round_id", "table_id", "shoe_id", "hand_no", "dealt_at").first(),
+        checks=pl.col("check").unique(maintain_order=True).str.join(", "), **more)
 
 
 #: A cell a spreadsheet would take for a formula (=, +, -, @, a tab or CR first), unless it is a number.
