@@ -70,10 +70,32 @@ def row_key() -> pl.Expr:
             + pl.col("source_row").cast(pl.UInt64))
 
 
-def repeated_keys(keys: pl.Series) -> pl.Series:
-    """The id keys (64-bit hashes, no null) on more than one of these rows: every duplicated id (and,
-    rarely, a hash collision, which the exact count of the findings on those rows then clears). Found
-    by sorting them (numpy): a hash group-by of a piece's keys took several times as long."""
-    ordered = np.sort(keys.to_numpy())
-    again = ordered[1:][ordered[1:] == ordered[:-1]]
-    return pl.Series(keys.name, np.unique(again), keys.dtype)
+class HeldKeys:
+    """The id keys (64-bit hashes, `ids.id_key`) of every row of a log, held by their upper 32 bits in
+    one array (4 bytes a row), filled piece by piece as the log is read; the prefixes on more than one
+    row are found by one sort in place (`repeated`). They pick the candidate rows of DUPLICATE_ROUND and
+    DUPLICATE_BET, which are then counted exactly by their ids: a prefix two ids share (a few tens of
+    thousands among tens of millions of rows) only adds candidates, never a finding."""
+
+    def __init__(self, rows: int) -> None:
+        self._prefixes = np.empty(rows, np.uint32)  # `rows`: as many as the log may hold; grown if more come
+        self._held = 0
+
+    def add(self, keys: pl.Series) -> None:
+        """The keys of some rows (no null), after those added before."""
+        end = self._held + keys.len()
+        if end > self._prefixes.size:
+            self._prefixes = np.resize(self._prefixes, max(end, 2 * self._prefixes.size))
+        self._prefixes[self._held:end] = prefix(keys).to_numpy()
+        self._held = end
+
+    def repeated(self) -> pl.Series:
+        """The prefixes on more than one row, found once: the array is let go."""
+        held, self._prefixes = self._prefixes[:self._held], np.empty(0, np.uint32)
+        held.sort()
+        return pl.Series("prefix", np.unique(held[1:][held[1:] == held[:-1]]), pl.UInt32)
+
+
+def prefix(keys: pl.Series | pl.Expr) -> pl.Series | pl.Expr:
+    """The upper 32 bits of 64-bit id keys, as `HeldKeys` holds them."""
+    return (keys // (1 << 32)).cast(pl.UInt32)

@@ -41,7 +41,7 @@ from .staging import STAGED, STAGING_PARQUET, Queries, copies_by_key, sink_in_lo
 from ..checks.round_checks import DUPLICATE, PER_ROUND
 from .preload import preload
 from ..errors import InputError, OutputError, first_line
-from ..checks.findings import in_log_order, published, round_findings
+from ..checks.findings import HeldKeys, in_log_order, published, round_findings
 from ..inputs.ids import id_key
 from ..rules.replay import replay
 from ..inputs.selection import Selection
@@ -205,6 +205,7 @@ class _Read:
     staged_in_order: list[str]  # those staged while `integrity` finds the shoes in log order
     #: The pieces staged so (name, first log_row): staged again whole if a shoe comes back later.
     pieces_in_order: list[tuple[str, int]] = field(default_factory=list)
+    keys: HeldKeys = field(default_factory=lambda: HeldKeys(0))  # the id_key of each row with a round_id
     carried: pl.DataFrame | None = None  # the previous audit's open shoes, as rows before the log's
     open_shoes: open_shoes.OpenShoes = field(default_factory=open_shoes.OpenShoes)
 
@@ -236,7 +237,8 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
             return integrity.decks_of(profiles_in(named, log.path, options.profile, options.mapping))
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
-    read = _Read([], levels, [], set(), in_log_order, staged_columns(options), staged_columns(options, shoes=False))
+    read = _Read([], levels, [], set(), in_log_order, staged_columns(options), staged_columns(options, shoes=False),
+                 keys=HeldKeys(sum(log.rows_per_file)))
     rows, first_row = 0, 0 if carry is None else carry.height
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
@@ -341,6 +343,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     if in_order:
         read.pieces_in_order.append((name, frame["log_row"][0] if frame.height else 0))
     _stage(frame, read.staged_in_order if in_order else read.staged, staging, name)
+    read.keys.add(frame.filter(pl.col("round_id").is_not_null())["id_key"])
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
@@ -430,7 +433,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
     # is of the rounds replayed, and the contract's uniqueness is judged among them (`expectations.Counted`).
     with_id = [piece.filter(pl.col("round_id").is_not_null()) for piece in staged]
-    copies = copies_by_key(with_id, "id_key", run, label, "copies")
+    copies = copies_by_key(with_id, "id_key", run, label, "copies", read.keys.repeated())
     on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies})}
     for k, of_part in enumerate(copies):
         options.on_phase("checking across rounds: repeated round_ids", k, len(copies))

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from .. import tuning
 from ..inputs import ingest
 from . import parts, stored
-from ..checks.findings import repeated_keys
+from ..checks.findings import prefix
 
 
 #: Each row's `run.staged_columns`, in pieces, read by the checks across rounds; never published.
@@ -108,23 +108,19 @@ def staged_pieces(staging: Path) -> list[list[Path]]:
     return [[file for file, _, _ in piece] for piece in ingest.spans(sizes, tuning.current().piece_rows)]
 
 
-def copies_by_key(pieces: list[pl.LazyFrame], key: str, run: Queries, label: Path, name: str
-                  ) -> list[pl.LazyFrame]:
-    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `findings.id_key`) is on more than one
-    row, a part of the keys at a time (each copy of an id in the same part, and rarely a hash collision,
-    which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
+def copies_by_key(pieces: list[pl.LazyFrame], key: str, run: Queries, label: Path, name: str,
+                  repeated: pl.Series) -> list[pl.LazyFrame]:
+    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `ids.id_key`) begins with one of the
+    `repeated` prefixes that the read found on more than one row (`findings.HeldKeys`), by part of the
+    key (each copy of an id in the same part; the few rows of a prefix shared by different ids are
+    cleared by the exact counts that read the parts): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
 
-    Keys are filed by part (of their value) in one pass and counted a part at a time, copies fetched a
-    piece at a time: both bounded by a piece's size (a pass over every key for each part cost parts x
-    rows, the square of the log). is_in with the few keys reaches the scan; a semi-join held the whole
-    piece. The copies grow with the log, so they are written, not held through the checks that follow,
-    by part of their key, and each part is scanned, not held as `parts.each` holds it."""
+    Fetched a piece at a time: is_in with the few prefixes reaches the scan, where a semi-join held the
+    whole piece. The copies grow with the log, so they are written, not held through the checks that
+    follow, by part of their key, and each part is scanned."""
     collect, count = partial(run.frame, label=label), len(pieces)
-    keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
-                      run.staging / f"{name}.keys")
-    repeated = pl.concat([repeated_keys(of_part[key]) for of_part in keys]).implode()
+    wanted = prefix(pl.col(key)).is_in(repeated.implode())
     for i, piece in enumerate(pieces):
-        collect(parts.write(piece.filter(pl.col(key).is_in(repeated)), pl.col(key) % count, count,
-                            run.staging / name, f"{i:06d}"))
+        collect(parts.write(piece.filter(wanted), pl.col(key) % count, count, run.staging / name, f"{i:06d}"))
     schema = pieces[0].collect_schema()
     return [parts.read(run.staging / name, k, schema) for k in parts.filled(run.staging / name)]
