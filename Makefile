@@ -35,9 +35,11 @@ sample: $(STAMP)
 
 ## Benchmark the audit against a bare read, a DuckDB query and a row-by-row loop on generated 1M- and
 ## 10M-round logs, and its peak memory on 30M (10 to 15 minutes on 2 cores once the logs are made; they are kept in bench/logs).
+## PROBE names the folder of the probe (proto_stream.py) to time beside them; ../shared/probe when it is there.
+PROBE ?= $(wildcard ../shared/probe)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS),bench]"
-	$(BIN)/python bench/bench.py --rounds 1000000 10000000
+	$(BIN)/python bench/bench.py --rounds 1000000 10000000 $(if $(PROBE),--probe $(PROBE))
 
 clean:
 	rm -rf $(VENV) out

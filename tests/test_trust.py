@@ -21,7 +21,6 @@ from hypothesis import given, settings, strategies as st
 from conftest import ASSETS, TOOL, cli, output
 from baccarat_audit.engines import run
 from baccarat_audit import generate
-from baccarat_audit.inputs.ids import id_key
 
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "data"
@@ -486,32 +485,6 @@ def test_ids_that_differ_only_invisibly_are_duplicates_and_break_the_contract(tm
     assert (invisible["success"], invisible["unexpected_count"]) == (False, 2)
     assert sorted(invisible["examples"]) == ["R\u200b1", "R\ufeff2"]
 
-
-
-#: Two ids whose 64-bit hashes (`ids.id_key`) begin with the same 32 bits, the part of each row's hash
-#: the audit holds to find candidates for DUPLICATE_ROUND and DUPLICATE_BET.
-SHARING_A_PREFIX = ("R-0007105", "R-0147090")
-
-
-def test_ids_whose_hashes_share_the_prefix_the_audit_holds_are_not_duplicates(tmp_path):
-    prefixes = pl.DataFrame({"id": SHARING_A_PREFIX}).select(id_key(pl.col("id")) // (1 << 32))
-    assert prefixes.n_unique() == 1  # else the hash changed: find another pair
-    one, other = SHARING_A_PREFIX
-    log, bets = tmp_path / "rounds.csv", tmp_path / "bets.csv"
-    log.write_text("\n".join([HEADER, *(ROUND.format(k) for k in (1, 2, 3)),
-                              *(ROUND.replace("R{}", an_id) for an_id in (one, other, "R-1", "R-1"))]) + "\n")
-    bets.write_text("round_id,bet_id,bet_type,stake,paid\n" + "".join(
-        f"R{k},{bet_id},PLAYER,10,0\n" for k, bet_id in ((1, one), (2, other), (3, "B-1"), (3, "B-1"))))
-    done = cli("audit", log, "--bets", bets, "--out", tmp_path / "out")
-    assert done.returncode == 1, done.stderr
-    found = pl.read_parquet(tmp_path / "out" / "findings.parquet").filter(pl.col("check").str.starts_with("DUPLICATE"))
-    assert sorted(zip(found["check"], found["round_id"], found["bet_id"].fill_null(""))) == [
-        ("DUPLICATE_BET", "R3", "B-1"), ("DUPLICATE_BET", "R3", "B-1"),
-        ("DUPLICATE_ROUND", "R-1", ""), ("DUPLICATE_ROUND", "R-1", "")]
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    unique = [e for subject in ("rounds", "bets") for e in summary["contract"][subject]["expectations"]
-              if e["type"] == "expect_column_values_to_be_unique"]
-    assert sorted(e["unexpected_count"] for e in unique) == [2, 2]
 
 
 @pytest.mark.parametrize("form", ["csv", "parquet"])

@@ -71,31 +71,35 @@ def row_key() -> pl.Expr:
 
 
 class HeldKeys:
-    """The id keys (64-bit hashes, `ids.id_key`) of every row of a log, held by their upper 32 bits in
-    one array (4 bytes a row), filled piece by piece as the log is read; the prefixes on more than one
-    row are found by one sort in place (`repeated`). They pick the candidate rows of DUPLICATE_ROUND and
-    DUPLICATE_BET, which are then counted exactly by their ids: a prefix two ids share (a few tens of
-    thousands among tens of millions of rows) only adds candidates, never a finding."""
+    """The id keys (64-bit hashes, `ids.id_key`) of every row of a log held in one array, 8 bytes a row,
+    filled piece by piece as the log is read; the keys on more than one row are then found by one sort
+    in place (`repeated`): DUPLICATE_ROUND's candidates (and, rarely, a hash two ids share, which the
+    exact count of their rows then clears), without every key written out by part and read back."""
 
     def __init__(self, rows: int) -> None:
-        self._prefixes = np.empty(rows, np.uint32)  # `rows`: as many as the log may hold; grown if more come
+        self._keys = np.empty(rows, np.uint64)  # `rows`: as many as the log may hold; grown if more come
         self._held = 0
 
     def add(self, keys: pl.Series) -> None:
         """The keys of some rows (no null), after those added before."""
         end = self._held + keys.len()
-        if end > self._prefixes.size:
-            self._prefixes = np.resize(self._prefixes, max(end, 2 * self._prefixes.size))
-        self._prefixes[self._held:end] = prefix(keys).to_numpy()
+        if end > self._keys.size:
+            self._keys = np.resize(self._keys, max(end, 2 * self._keys.size))
+        self._keys[self._held:end] = keys.to_numpy()
         self._held = end
 
-    def repeated(self) -> pl.Series:
-        """The prefixes on more than one row, found once: the array is let go."""
-        held, self._prefixes = self._prefixes[:self._held], np.empty(0, np.uint32)
+    def repeated(self, name: str) -> pl.Series:
+        """The keys on more than one row, named `name`, found once: the array is let go."""
+        held, self._keys = self._keys[:self._held], np.empty(0, np.uint64)
         held.sort()
-        return pl.Series("prefix", np.unique(held[1:][held[1:] == held[:-1]]), pl.UInt32)
+        return repeated_keys(pl.Series(name, held, pl.UInt64), in_order=True)
 
 
-def prefix(keys: pl.Series | pl.Expr) -> pl.Series | pl.Expr:
-    """The upper 32 bits of 64-bit id keys, as `HeldKeys` holds them."""
-    return (keys // (1 << 32)).cast(pl.UInt32)
+def repeated_keys(keys: pl.Series, in_order: bool = False) -> pl.Series:
+    """The id keys (64-bit hashes, no null) on more than one of these rows: every duplicated id (and,
+    rarely, a hash collision, which the exact count of the findings on those rows then clears). Found
+    by sorting them (numpy), unless they are `in_order` already: a hash group-by of a piece's keys took
+    several times as long."""
+    ordered = keys.to_numpy() if in_order else np.sort(keys.to_numpy())
+    again = ordered[1:][ordered[1:] == ordered[:-1]]
+    return pl.Series(keys.name, np.unique(again), keys.dtype)

@@ -15,7 +15,6 @@ import polars as pl
 
 from .. import tuning
 from ..checks import expectations, settlement
-from ..checks.findings import HeldKeys
 from ..inputs import ingest
 from ..inputs.ids import id_key
 from ..inputs.selection import Selection
@@ -59,14 +58,11 @@ def check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piece
     facts = deque(settlement.round_facts(stored.scan(file).filter(once))
                   for file in sorted((staging / STAGED).glob("*.parquet")))
     contract: list[dict] | None = None if singles is None else []
-    held = HeldKeys(sum(bet_log.rows_per_file))
 
-    def read(piece: pl.LazyFrame) -> pl.DataFrame:
-        """A piece of bets, held to the contract and its bet_ids' keys kept (for DUPLICATE_BET) as it is read."""
+    def read(piece: pl.LazyFrame) -> pl.DataFrame:  # each piece of bets is held to the contract as it is read
         bets = run.frame(piece, bet_log.path)
         if contract is not None:
             contract.append(singles.count(bets))
-        held.add(bets.select(id_key(pl.col("bet_id")).filter(pl.col("bet_id").is_not_null())).to_series())
         return bets
 
     left = _settle_in_log_order(settle_pieces, facts, read, run, (bet_log.path, label), keep, names, ranked,
@@ -81,7 +77,7 @@ def check_bets(bet_log: ingest.Log, bet_pieces: list[pl.LazyFrame], settle_piece
     keyed = [piece.with_row_index("log_row").with_columns(log_row=pl.col("log_row").cast(pl.UInt64) + (i << 32))
              .filter(pl.col("bet_id").is_not_null()).with_columns(bet_key=id_key(pl.col("bet_id")))
              for i, piece in enumerate(bet_pieces)]
-    copies = copies_by_key(keyed, "bet_key", run, bet_log.path, "bet_copies", held.repeated())
+    copies = copies_by_key(keyed, "bet_key", run, bet_log.path, "bet_copies")
     for k, of_part in enumerate(copies):
         run.sink(f"findings.bets/copies-{k:06d}.parquet", settlement.duplicate_bets(of_part.drop("log_row")),
                  bet_log.path)

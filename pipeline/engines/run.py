@@ -433,7 +433,7 @@ def _check(log: ingest.Log, bet_log: ingest.Log | None, bet_pieces: list[pl.Lazy
     # The copies of every round_id, quarantined rows included (the contract counts them): DUPLICATE_ROUND
     # is of the rounds replayed, and the contract's uniqueness is judged among them (`expectations.Counted`).
     with_id = [piece.filter(pl.col("round_id").is_not_null()) for piece in staged]
-    copies = copies_by_key(with_id, "id_key", run, label, "copies", read.keys.repeated())
+    copies = copies_by_key(with_id, "id_key", run, label, "copies", read.keys.repeated("id_key"))
     on_the_way = {"round_log": expectations.Counted(read.contract, {"round_id": copies})}
     for k, of_part in enumerate(copies):
         options.on_phase("checking across rounds: repeated round_ids", k, len(copies))

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from .. import tuning
 from ..inputs import ingest
 from . import parts, stored
-from ..checks.findings import prefix
+from ..checks.findings import repeated_keys
 
 
 #: Each row's `run.staged_columns`, in pieces, read by the checks across rounds; never published.
@@ -109,17 +109,22 @@ def staged_pieces(staging: Path) -> list[list[Path]]:
 
 
 def copies_by_key(pieces: list[pl.LazyFrame], key: str, run: Queries, label: Path, name: str,
-                  repeated: pl.Series) -> list[pl.LazyFrame]:
-    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `ids.id_key`) begins with one of the
-    `repeated` prefixes that the read found on more than one row (`findings.HeldKeys`), by part of the
-    key (each copy of an id in the same part; the few rows of a prefix shared by different ids are
-    cleared by the exact counts that read the parts): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
+                  repeated: pl.Series | None = None) -> list[pl.LazyFrame]:
+    """The rows of `pieces` whose `key` (a 64-bit hash of an id, `ids.id_key`) is on more than one
+    row, a part of the keys at a time (each copy of an id in the same part, and rarely a hash collision,
+    which an exact count on the part then clears): DUPLICATE_ROUND's and DUPLICATE_BET's candidates.
 
-    Fetched a piece at a time: is_in with the few prefixes reaches the scan, where a semi-join held the
-    whole piece. The copies grow with the log, so they are written, not held through the checks that
-    follow, by part of their key, and each part is scanned."""
+    The keys `repeated`, where the read found them (`findings.HeldKeys`); else the keys are filed by
+    part (of their value) in one pass and counted a part at a time. The copies are fetched a piece at
+    a time: is_in with the few keys reaches the scan; a semi-join held the whole piece. They grow with
+    the log, so they are written, not held through the checks that follow, by part of their key, and
+    each part is scanned, not held as `parts.each` holds it."""
     collect, count = partial(run.frame, label=label), len(pieces)
-    wanted = prefix(pl.col(key)).is_in(repeated.implode())
+    if repeated is None:
+        keys = parts.each([piece.select(key) for piece in pieces], pl.col(key) % count, count, collect,
+                          run.staging / f"{name}.keys")
+        repeated = pl.concat([repeated_keys(of_part[key]) for of_part in keys])
+    wanted = pl.col(key).is_in(repeated.implode())
     for i, piece in enumerate(pieces):
         collect(parts.write(piece.filter(wanted), pl.col(key) % count, count, run.staging / name, f"{i:06d}"))
     schema = pieces[0].collect_schema()
