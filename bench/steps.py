@@ -57,7 +57,8 @@ def main(path: Path) -> None:
         keyed = step("round_id hashed", lambda: replayed.with_columns(id_key=id_key(pl.col("round_id"))))
         frame = step("dealt_at as UTC", lambda: with_timestamp(keyed.lazy(), "dealt_at", utc_column("dealt_at")).collect())
         step("staged", lambda: run._stage(frame, staged, scratch, f"{i:06d}"))
-        step("round_id hashed", lambda: keys.add(frame.filter(pl.col("round_id").is_not_null())["id_key"]))
+        step("round_id hashed", lambda: keys.add(frame.select(
+            pl.col("id_key").filter(pl.col("round_id").is_not_null())).to_series()))
         flagged = frame.lazy().filter(pl.col("reject").is_null() & pl.any_horizontal(c.flag for c in PER_ROUND))
         step("per-round flags, findings' texts",
              lambda: round_findings(flagged.collect().rechunk().lazy(), PER_ROUND).collect())

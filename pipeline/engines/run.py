@@ -203,9 +203,9 @@ class _Read:
     integrity: integrity.InLogOrder | None  # the integrity checks run in the read, for a log dealt shoe after shoe
     staged: list[str]  # the columns staged of each row (`staged_columns`)
     staged_in_order: list[str]  # those staged while `integrity` finds the shoes in log order
+    keys: HeldKeys  # the id_key of each row with a round_id, for DUPLICATE_ROUND
     #: The pieces staged so (name, first log_row): staged again whole if a shoe comes back later.
     pieces_in_order: list[tuple[str, int]] = field(default_factory=list)
-    keys: HeldKeys = field(default_factory=lambda: HeldKeys(0))  # the id_key of each row with a round_id
     carried: pl.DataFrame | None = None  # the previous audit's open shoes, as rows before the log's
     open_shoes: open_shoes.OpenShoes = field(default_factory=open_shoes.OpenShoes)
 
@@ -238,7 +238,7 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         in_log_order = integrity.InLogOrder(log.columns, options.as_of or started, decks_for,
                                             staging / "integrity.read", starts_cut=options.selection.since is not None)
     read = _Read([], levels, [], set(), in_log_order, staged_columns(options), staged_columns(options, shoes=False),
-                 keys=HeldKeys(sum(log.rows_per_file)))
+                 HeldKeys(sum(log.rows_per_file)))
     rows, first_row = 0, 0 if carry is None else carry.height
     # Let go of as they are read: a piece's frame, once collected, holds its scan's file metadata, and
     # the list of every piece held it for all of them (docs/performance.md).
@@ -343,7 +343,7 @@ def _take_apart(frame: pl.DataFrame, name: str, log: ingest.Log, staging: Path, 
     if in_order:
         read.pieces_in_order.append((name, frame["log_row"][0] if frame.height else 0))
     _stage(frame, read.staged_in_order if in_order else read.staged, staging, name)
-    read.keys.add(frame.filter(pl.col("round_id").is_not_null())["id_key"])
+    read.keys.add(frame.select(pl.col("id_key").filter(pl.col("round_id").is_not_null())).to_series())
     replayable = frame.lazy().filter(pl.col("reject").is_null())
     queries = {"tallies": tallies(frame.lazy()), "quarantine": quarantined(frame.lazy()),
                "flagged": replayable.filter(pl.any_horizontal(check.flag for check in PER_ROUND)),
