@@ -257,14 +257,6 @@ def test_a_card_list_over_card_columns_the_log_has_is_exit_2_naming_both(tmp_pat
     assert "spreads dealer_id over the player's cards, but the log has a player_card_1 column already" in done.stderr
 
 
-def test_spark_refuses_a_mapping_that_reads_a_layout_in_one_line(tmp_path):
-    pytest.importorskip("pyspark")
-    done = cli("audit", DATA / "layouts" / "one_table.csv", "--mapping", "one-table", "--engine", "spark",
-               "--out", tmp_path / "out")
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "is read by the polars engine only; audit the log with --engine polars" in done.stderr
-
-
 def test_a_log_without_round_ids_is_audited_by_ids_derived_from_its_columns_and_says_so(tmp_path, as_rounds_csv):
     done = baccarat_audit.audit(DATA / "layouts" / "no_ids.csv", mapping="no-ids", as_of=AS_OF, out_dir=tmp_path / "o")
     found = _found(done)

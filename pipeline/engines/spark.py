@@ -16,7 +16,9 @@ is arranged by Spark first:
   as a Spark DataFrame.
 
 Logs are read as `ingest.scan` reads them (mappings, Hive folder values, a CSV file's lines read by the
-polars engine's CSV code in each task, a selection decided by the polars engine's own predicate). The
+polars engine's CSV code in each task, a selection decided by the polars engine's own predicate); a
+layout Spark's readers cannot take (JSON, compressed, card events, a mapping that reshapes rows) is read
+by the polars engine's reader itself, a span of a file a task. The
 driver collects what the tasks return (findings, quarantines, counts: small next to the log, and the
 few rows the evidence explains) and writes every output of the polars engine with its code."""
 
@@ -30,6 +32,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -42,7 +45,7 @@ from . import run
 from ..checks import contract, fairness, integrity, settlement
 from ..outputs import evidence
 from ..outputs import summary as summary_of
-from ..inputs import discover, formats, ingest, lines, mappings
+from ..inputs import discover, formats, ingest, mappings
 from .. import owned, tuning
 from . import stored
 from ..checks.round_checks import DUPLICATE, PER_ROUND
@@ -83,21 +86,34 @@ def _from_spark(batch: pa.RecordBatch | pa.Table) -> pl.LazyFrame:
                                                     pl.col(pl.Decimal).cast(pl.Int128))
 
 
-def _prepared(batch: pa.RecordBatch | pa.Table, profile: str) -> pl.LazyFrame:
-    """Rows from Spark as the polars engine prepares rounds (`run.prepared`: parsed, replayed,
-    `dealt_utc`, `id_key`)."""
-    return run.prepared(_from_spark(batch), profile)
+@dataclass(frozen=True)
+class _Rounds:
+    """How a task prepares rows of the round log as the polars engine does (`run.prepared`: parsed,
+    replayed, `dealt_utc`, `id_key`): the run's default profile and the log's card notation, and whether
+    its cards carry their ranks (`ingest.Log.ranked`), which settling and fairness ask."""
+
+    profile: str
+    notation: str
+    ranked: bool
+
+    def prepared(self, rows: pl.LazyFrame) -> pl.LazyFrame:
+        return run.prepared(rows, self.profile, self.notation)
+
+
+def _prepared(batch: pa.RecordBatch | pa.Table, rounds: _Rounds) -> pl.LazyFrame:
+    """Rows from Spark, prepared (`_Rounds.prepared`)."""
+    return rounds.prepared(_from_spark(batch))
 
 
 def _replayable(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.filter(pl.col("reject").is_null())
 
 
-def _round_outputs(rows: pl.LazyFrame, profile: str, levels: list[str]) -> dict[str, pl.LazyFrame]:
+def _round_outputs(rows: pl.LazyFrame, as_rounds: _Rounds, levels: list[str]) -> dict[str, pl.LazyFrame]:
     """What the driver needs of some rows of the log, prepared once: per file counts (`tallies`),
     per-round findings, the rows that cannot be replayed with their reason, and with `levels` the
     fairness counts per cell."""
-    rounds = run.prepared(rows, profile).collect().lazy()
+    rounds = as_rounds.prepared(rows).collect().lazy()
     outputs = {"tallies": run.tallies(rounds),
                "findings": round_findings(_replayable(rounds), PER_ROUND),
                "quarantine": run.quarantined(rounds)}
@@ -136,35 +152,35 @@ def _outputs(rows, outputs_of: Callable[[pl.LazyFrame], dict[str, pl.LazyFrame]]
     return {name: pl.concat(frames) for name, frames in found.items()}
 
 
-def _integrity_in(batches, profile: str, decks: dict[str, int], columns: frozenset[str], started: datetime,
+def _integrity_in(batches, as_rounds: _Rounds, decks: dict[str, int], columns: frozenset[str], started: datetime,
                   starts_cut: bool):
     """mapInArrow task on a partition of whole shoes: its integrity findings (with their `kind`)."""
     batches = list(batches)
     if not batches:  # a partition no shoe hashed to
         return
     table = pa.Table.from_batches(batches)
-    rounds = _replayable(_prepared(table, profile))
+    rounds = _replayable(_prepared(table, as_rounds))
     yield from _to_batches(integrity.integrity_findings([rounds], decks, columns, started,
                                                         lambda frame: frame.collect(), starts_cut).collect())
 
 
-def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, profile: str, names: list[str]) -> pl.LazyFrame:
+def _settled(bet_rows: pl.LazyFrame, round_rows: pl.LazyFrame, as_rounds: _Rounds, names: list[str]) -> pl.LazyFrame:
     """The bets of some round_ids settled against every row of the round log with those round_ids,
     as the polars engine settles a part (`bets_beside._settle_left`)."""
-    rounds = run.prepared(round_rows, profile)
+    rounds = as_rounds.prepared(round_rows)
     replayable = _replayable(rounds)
     quarantined = rounds.filter(pl.col("reject").is_not_null()).select("round_id").collect()["round_id"]
     return settlement.settle(bet_rows, settlement.once_per_round(settlement.round_facts(replayable)), quarantined,
-                             names)
+                             names, as_rounds.ranked)
 
 
-def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, profile: str, names: list[str]) -> pa.Table:
+def _settle_part(bet_rows: pa.Table, round_rows: pa.Table, as_rounds: _Rounds, names: list[str]) -> pa.Table:
     """applyInArrow task on one part of the round_ids (by hash): its bets and its rounds, settled."""
-    settled = _settled(_from_spark(bet_rows), _from_spark(round_rows), profile, names).collect()
+    settled = _settled(_from_spark(bet_rows), _from_spark(round_rows), as_rounds, names).collect()
     return pa.Table.from_batches(list(_to_batches(settled)))
 
 
-def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> dict:
+def _settle(spark, text, placed, as_rounds: _Rounds, names: list[str], rows: int) -> dict:
     """Bets settled on Spark: bets and rounds grouped by a part of the round_id hashes (so that every
     copy of a round and its bets meet in one task), each part settled by the polars engine's code.
     Returns the bet findings, quarantine and counts (all small); the settled bets stay on Spark."""
@@ -172,7 +188,7 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
 
     tasks = _partitions(spark, rows)
     part = F.pmod(F.hash("round_id"), F.lit(tasks)).alias("part")
-    schema = _settled(_from_spark(_empty(placed.columns)), _from_spark(_empty(text.columns)), profile,
+    schema = _settled(_from_spark(_empty(placed.columns)), _from_spark(_empty(text.columns)), as_rounds,
                       names).collect_schema()
 
     def by_part(frame):
@@ -181,7 +197,7 @@ def _settle(spark, text, placed, profile: str, names: list[str], rows: int) -> d
         return frame.withColumn("part", part).repartition(tasks, "part").groupBy("part")
     settled = (by_part(placed).cogroup(by_part(text))
                .applyInArrow(lambda bet_rows, round_rows: _settle_part(
-                   bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), profile, names),
+                   bet_rows.drop_columns(["part"]), round_rows.drop_columns(["part"]), as_rounds, names),
                    _ddl(dict(schema))))
     outputs = _outputs(settled, lambda rows: settlement.outputs(rows.collect()), pl.LazyFrame(schema=schema))
     # DUPLICATE_BET: a Spark group-by finds the bet_ids on several rows; only their rows come back.
@@ -249,7 +265,9 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
 
     The files the selection keeps are read, those of one shape as `ingest.scan` opened them (format,
     columns read as stored, Hive folders that fill a column) together, as one Spark read: a read per file
-    costs Spark its planning per file.
+    costs Spark its planning per file. A layout Spark's readers cannot take (JSON, a compressed or
+    card-event log, a mapping that reshapes rows) is read by the polars engine's reader in tasks
+    (`_read_by_polars`).
     """
     from pyspark.sql import functions as F
 
@@ -258,8 +276,11 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
     groups: dict[ingest.Shape, list[Path]] = {}
     for path in files:
         groups.setdefault(shape_of[path], []).append(path)
-    read, placed = [], []
+    read, placed, by_polars = [], [], []
     for shape, paths in groups.items():
+        if shape.copy or shape.file_format not in ("parquet", "csv") or (mapping is not None and mapping.reshapes):
+            by_polars += paths
+            continue
         names = [_literal(path) for path in paths]
         if shape.file_format == "parquet":
             rows = _placed(spark.read.parquet(*names))
@@ -270,12 +291,43 @@ def _read(spark, log: ingest.Log, contract_name: str = "round_log", mapping: ing
             lines = _placed(spark.read.text(names))
             read.append(_csv(lines, paths[0], contract_name, mapping))
             placed.append(lines)
-    numbers = F.broadcast(_row_numbers(spark, placed, log, contract_name))
-    frames = [_shaped(raw.join(numbers, ["_path", "_split"]), contract_name, mapping) for raw in read]
+    frames = [_read_by_polars(spark, log, by_polars, contract_name)] if by_polars else []
+    if placed:
+        numbers = F.broadcast(_row_numbers(spark, placed, log, contract_name))
+        frames += [_shaped(raw.join(numbers, ["_path", "_split"]), contract_name, mapping) for raw in read]
     together = frames[0]
     for frame in frames[1:]:
         together = together.unionByName(frame)
     return together
+
+
+_PLACED = {"source_file": pl.String, "source_row": pl.Int64, "log_row": pl.Int64, "malformed": pl.String}
+
+
+def _read_by_polars(spark, log: ingest.Log, paths: list[Path], contract_name: str):
+    """The rows of the log's files `paths` in `_read`'s columns, each task reading a span of a file by
+    the polars engine's reader (`ingest.Log.span`): the same text, rows and reasons, in any layout it
+    reads. A file is cut in spans of `Tuning.piece_rows` rows, as the polars engine cuts it; a JSON
+    file, which is read from its start whatever the span, is one span."""
+    number = {path: i for i, path in enumerate(log.files)}
+    read_as = {path: i for i, path in enumerate(log.files_read)}  # as `_row_numbers` numbers the files
+    rows, spans = tuning.current().piece_rows, []
+    for path in paths:
+        file = number[path]
+        total = log.rows_per_file[file]
+        step = rows if log.opened[file].shape.file_format != "json" else max(total, 1)
+        spans += [(file, read_as[path], start, min(step, total - start)) for start in range(0, total, step)]
+    schema = _PLACED | dict.fromkeys(ingest.columns(contract_name), pl.String)
+
+    def task(batches):
+        for batch in batches:
+            for file, read_as, start, count in zip(*batch.to_pydict().values()):
+                frame = ingest.collect(log.path, [log.span(file, start, count)])[0]
+                # Numbered as `_shaped` numbers rows: the file's place among those read, then its row.
+                yield from _to_batches(frame.with_columns(
+                    log_row=pl.lit(read_as << 32, pl.Int64) + pl.col("source_row").cast(pl.Int64)).select(*schema))
+    handed = spark.createDataFrame(spans, "file bigint, read_as bigint, start bigint, count bigint")
+    return handed.repartition(max(1, len(spans))).mapInArrow(task, _ddl(schema))
 
 
 def _literal(path: Path) -> str:
@@ -300,7 +352,6 @@ def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
     stored = [c for c in contract if c in raw.columns]
     folders = [c for c in contract if c not in stored]
     row = (F.col("_id") + F.col("_shift")).alias("source_row")
-    placed = {"source_file": pl.String, "source_row": pl.Int64, "log_row": pl.Int64, "malformed": pl.String}
     rows = raw.select("source_file", row, (F.col("_file") * F.lit(1 << 32) + row).alias("log_row"), "malformed",
                       *(F.col(f"`{c}`") for c in stored), *(F.col(f"_folder_{c}") for c in folders))
 
@@ -310,8 +361,8 @@ def _shaped(raw, contract_name: str, mapping: ingest.Mapping | None):
             found = {c: mappings.Column(pl.col(c), frame.schema[c], c) for c in stored}
             trimmed, finished = ingest.text_columns(contract_name, found, mapping)
             trimmed |= {c: pl.col(f"_folder_{c}") for c in folders}
-            yield from _to_batches(frame.lazy().select(*placed, **trimmed).with_columns(**finished).collect())
-    texts = rows.mapInArrow(task, _ddl(placed | dict.fromkeys(contract, pl.String)))
+            yield from _to_batches(frame.lazy().select(*_PLACED, **trimmed).with_columns(**finished).collect())
+    texts = rows.mapInArrow(task, _ddl(_PLACED | dict.fromkeys(contract, pl.String)))
     return texts.where("source_row > 0")  # a CSV file's header is its row 0
 
 
@@ -426,20 +477,10 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
     if options.after is not None:
         raise InputError(f"{options.after}: shoes carried in from the previous night (--after) are read by the "
                          "polars engine only; audit the log with --engine polars")
-    for mapping in filter(None, (options.mapping, options.bets_mapping)):
-        if mapping.reshapes:
-            raise InputError(f"{mapping.path}: a mapping that reads a log's layout (nested fields, card lists, "
-                             "values mapped to null, constants, a header) is read by the polars engine only; "
-                             "audit the log with --engine polars")
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
     for opened in filter(None, (log, bet_log)):
-        # Spark reads the files themselves, not the polars engine's decompressed copies.
-        compressed = next((path for path in opened.files if lines.compression_of(path)), None)
-        if compressed is not None:
-            raise InputError(f"{compressed}: a compressed log is read by the polars engine only; "
-                             "decompress it for --engine spark")
         # Counted here (Parquet from its footer, CSV by a read of its lines, as SHA-256 reads every file
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
         opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)
@@ -489,9 +530,9 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     named = text.where(F.col("malformed").isNull()).select("profile").where(F.col("profile").isNotNull()).distinct()
     names = run.profiles_in([row[0] for row in named.collect()], log.path, options.profile,
                                       options.mapping)
-    profile = options.profile
+    as_rounds = _Rounds(options.profile, log.notation, log.ranked)
     levels = [level for level in fairness.LEVELS if level in log.columns] if options.across_rounds else []
-    outputs = _outputs(text, lambda rows: _round_outputs(rows, profile, levels), _from_spark(_empty(text.columns)))
+    outputs = _outputs(text, lambda rows: _round_outputs(rows, as_rounds, levels), _from_spark(_empty(text.columns)))
     counted = run.round_counts(outputs["tallies"])
     rows = counted["rounds"]["rows_read"].item()
     run.require_rows(log, rows)
@@ -504,7 +545,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     keyed = replayable.withColumn("_same", _same_id("round_id"))
     repeated = keyed.groupBy("_same").count().filter(F.col("count") > 1).select("_same")
     copies = pl.from_arrow(keyed.join(repeated, "_same", "left_semi").drop("_same").toArrow())
-    duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), profile)), DUPLICATE).collect() \
+    duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), as_rounds)), DUPLICATE).collect() \
         if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
     found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
     if options.across_rounds:
@@ -513,7 +554,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
         shoes = text.repartition(_partitions(spark, rows), "shoe_id")
         starts_cut = options.selection.since is not None
         present = options.as_of or started
-        checked = shoes.mapInArrow(lambda b: _integrity_in(b, profile, decks, columns, present, starts_cut),
+        checked = shoes.mapInArrow(lambda b: _integrity_in(b, as_rounds, decks, columns, present, starts_cut),
                                    _ddl(schema))
         found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
     placed = _read(spark, bet_log, "bet_log", options.bets_mapping) if bet_log is not None else None
@@ -521,11 +562,11 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
         placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
                              "left_semi")
     if placed is not None:
-        settled = _settle(spark, text, placed, profile, names, rows)
+        settled = _settle(spark, text, placed, as_rounds, names, rows)
         found.append(settled["findings"])
         settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
         counted |= settled["counted"]
-    tests = run.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging)
+    tests = run.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging, log.ranked)
     if tests is not None:
         found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
@@ -537,7 +578,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window,
                                                staging / run.DOCS if options.data_docs else None, log.notation)
-    return names, counted, tests, _rows_explained(spark, text, found, profile), validated
+    return names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated
 
 
 def _same_id(column: str):
@@ -563,7 +604,7 @@ def _view(text, present: frozenset[str], contract_name: str):
     return text.mapInArrow(task, _ddl(schema))
 
 
-def _rows_explained(spark, text, found: pl.DataFrame, profile: str) -> pl.DataFrame:
+def _rows_explained(spark, text, found: pl.DataFrame, as_rounds: _Rounds) -> pl.DataFrame:
     """The round rows the evidence explains (see `evidence.gather`), fetched from Spark and prepared:
     the first findings of each check, and every row of the rounds their bets were placed on. Bet rows
     are read by `evidence.gather` itself, on the driver."""
@@ -575,7 +616,7 @@ def _rows_explained(spark, text, found: pl.DataFrame, profile: str) -> pl.DataFr
     at = text.join(spark.createDataFrame(places.to_arrow(), "source_file string, source_row bigint"),
                    ["source_file", "source_row"], "left_semi") if places.height else text.limit(0)
     rows = at.unionByName(text.where(F.col("round_id").isin(round_ids))) if round_ids else at
-    return _prepared(rows.toArrow(), profile).unique(["source_file", "source_row"]).collect()
+    return _prepared(rows.toArrow(), as_rounds).unique(["source_file", "source_row"]).collect()
 
 
 def require() -> None:

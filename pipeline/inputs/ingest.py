@@ -145,6 +145,11 @@ class Log:
         spans = sorted({(number[file], row - 1, 1) for file, row in places if file in number})
         return pl.concat([self._read([span]) for span in spans]) if spans else self._read([(0, 0, 0)])
 
+    def span(self, file: int, start: int, count: int) -> pl.LazyFrame:
+        """Rows `start` (from 0) to `start + count` of the log's file number `file`, as `frame` has them:
+        a part of the log read alone (by a Spark task)."""
+        return self._read([(file, start, count)])
+
     def _read_with(self, span: tuple[int, int, int]) -> object:
         """What a span of a file (file number, first row from 0, row count) is read with: a whole file,
         with the other whole files of its shape (see `_Opened.whole`); any other span, alone."""
