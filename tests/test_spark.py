@@ -346,6 +346,38 @@ def test_spark_reads_compressed_logs_and_json_lines_as_the_polars_engine_does(tm
     assert summary["contract"]["rounds"]["expectations"]
 
 
+def test_spark_pairs_ids_that_differ_only_invisibly_as_the_polars_engine_does(tmp_path):
+    """Copies of a round_id or a bet_id in another Unicode form (fullwidth, one id in NFKC) or with a
+    zero-width space are one id on Spark too: its group-by is on the polars engine's id key, so the
+    same DUPLICATE_ROUND and DUPLICATE_BET findings, and the same contract."""
+    data = ASSETS.parent.parent / "data"
+    rounds = pl.read_csv(data / "rounds.csv", infer_schema=False).head(300)
+    bets = pl.read_csv(data / "bets.csv", infer_schema=False).filter(pl.col("round_id").is_in(rounds["round_id"].implode()))
+
+    def wide(text: str) -> str:  # the fullwidth form of ASCII text, which NFKC makes ASCII again
+        return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+    round_ids, bet_ids = rounds["round_id"].to_list(), bets["bet_id"].to_list()
+    round_ids[10], round_ids[20], bet_ids[3] = wide(round_ids[5]), round_ids[15] + "\u200b", wide(bet_ids[2])
+    rounds.with_columns(round_id=pl.Series(round_ids)).write_csv(tmp_path / "rounds.csv")
+    bets.with_columns(bet_id=pl.Series(bet_ids)).write_csv(tmp_path / "bets.csv")
+    options = run.Options(bets=tmp_path / "bets.csv", as_of=AS_OF)
+    _same_as_polars(lambda engine, out: engine(tmp_path / "rounds.csv", out, options), tmp_path)
+    found = pl.read_parquet(tmp_path / "spark" / "findings.parquet")
+    assert {*round_ids[5:21:5], round_ids[10]} <= set(found.filter(pl.col("check") == "DUPLICATE_ROUND")["round_id"])
+    assert set(bet_ids[2:4]) <= set(found.filter(pl.col("check") == "DUPLICATE_BET")["bet_id"])
+
+
+def test_the_output_of_an_audit_on_spark_is_not_taken_by_after(tmp_path):
+    """Spark keeps no open shoes: the next night chained to its output would carry none, unseen."""
+    log = ASSETS.parent.parent / "data" / "rounds.csv"
+    spark.audit(log, tmp_path / "night1", run.Options(validate=False))
+    assert not (tmp_path / "night1" / "open_shoes.parquet").exists()
+    with pytest.raises(InputError, match=f"{tmp_path / 'night1'}: audited with --engine spark, which keeps no open "
+                                         "shoes to carry; --after takes the output of an audit on the polars engine"):
+        run.audit(log, tmp_path / "night2", run.Options(after=tmp_path / "night1"))
+    assert not (tmp_path / "night2" / "summary.json").exists()
+
+
 def test_a_parquet_file_whose_pages_are_damaged_is_bad_input_on_spark_too(tmp_path):
     """Spark fails reading tests/assets/damaged_pages.parquet; the run names the file as the polars
     engine does (tests/test_trust.py), not as the tool's own failure."""

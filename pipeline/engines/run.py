@@ -289,7 +289,8 @@ def _shoes_of(frame: pl.DataFrame, read: _Read) -> None:
 
 def carried_in(after: Path | None) -> pl.DataFrame | None:
     """The shoes open at the end of the audit in folder `after` (`--after`): its open_shoes.parquet, or
-    None when it had none. An InputError when `after` holds no audit's outputs, or that file is not its own."""
+    None when it had none. An InputError when `after` holds no audit's outputs, holds one on Spark (which
+    keeps no open shoes), or that file is not its own."""
     if after is None:
         return None
     ours = owned.listed(after)
@@ -297,11 +298,23 @@ def carried_in(after: Path | None) -> pl.DataFrame | None:
         raise InputError(f"{after}: not an audit output directory (no summary.json of baccarat-audit in it); "
                          "--after takes the previous night's --out")
     if OPEN_SHOES not in ours:
+        if _engine_of(after) == "spark":  # which keeps no open shoes: none carried would pass unseen
+            raise InputError(f"{after}: audited with --engine spark, which keeps no open shoes to carry; "
+                             "--after takes the output of an audit on the polars engine")
         return None
     try:
         return pl.read_parquet(after / OPEN_SHOES)
     except (OSError, pl.exceptions.PolarsError) as error:
         raise InputError(f"{after / OPEN_SHOES}: cannot be read ({first_line(error) or type(error).__name__})") from None
+
+
+def _engine_of(out_dir: Path) -> str | None:
+    """The engine of the audit whose outputs are in `out_dir`, as its summary.json names it (the polars
+    engine's names none); None when the summary cannot be read."""
+    try:
+        return json.loads((out_dir / SUMMARY).read_text()).get("tool", {}).get("engine")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) -> None:

@@ -4,8 +4,8 @@ Spark reads the logs (every column as text) and hands each task its rows as Arro
 (`DataFrame.mapInArrow`). Each batch goes through the very functions the polars engine uses
 (`run.prepared`, `findings.round_findings`, `fairness.observed_counts`). What needs more than a batch
 is arranged by Spark first:
-- DUPLICATE_ROUND and DUPLICATE_BET: a Spark group-by finds the round_ids (bet_ids) on several rows;
-  only those rows come back to the driver to be written up;
+- DUPLICATE_ROUND and DUPLICATE_BET: a Spark group-by on the polars engine's id key finds the round_ids
+  (bet_ids) on several rows; only those rows come back to the driver to be written up;
 - integrity (CARD_COUNT, SHOE_SEQUENCE, TIMESTAMP): the log is repartitioned by shoe_id, so that each
   task holds whole shoes, and runs `integrity.integrity_findings` on its partition;
 - fairness: each batch's counts per (table, dealer, shoe, profile) cell are added up on the driver,
@@ -51,6 +51,7 @@ from . import stored
 from ..checks.round_checks import DUPLICATE, PER_ROUND
 from ..errors import InputError, OutputError, first_line
 from ..checks.findings import FINDINGS_SCHEMA, in_log_order, published, round_findings
+from ..inputs.ids import id_key
 from ..inputs.selection import Selection
 
 
@@ -201,9 +202,9 @@ def _settle(spark, text, placed, as_rounds: _Rounds, names: list[str], rows: int
                    _ddl(dict(schema))))
     outputs = _outputs(settled, lambda rows: settlement.outputs(rows.collect()), pl.LazyFrame(schema=schema))
     # DUPLICATE_BET: a Spark group-by finds the bet_ids on several rows; only their rows come back.
-    keyed = placed.where(F.col("bet_id").isNotNull()).withColumn("_same", _same_id("bet_id"))
-    repeated = keyed.groupBy("_same").count().filter(F.col("count") > 1).select("_same")
-    copies = keyed.join(repeated, "_same", "left_semi").drop("_same").toArrow()
+    keyed = _keyed(placed.where(F.col("bet_id").isNotNull()), "bet_id")
+    repeated = keyed.groupBy("id_key").count().filter(F.col("count") > 1).select("id_key")
+    copies = keyed.join(repeated, "id_key", "left_semi").drop("id_key").toArrow()
     duplicates = settlement.duplicate_bets(_from_spark(copies)).collect()
     in_order = ["source_file", "source_row"]
     return {"findings": pl.concat([outputs["findings"], duplicates]).sort(*in_order, "check"),
@@ -542,9 +543,9 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     replayable = text.join(spark.createDataFrame(quarantine.select(
         "source_file", pl.col("source_row").cast(pl.Int64)).to_arrow()),
         ["source_file", "source_row"], "left_anti").filter(F.col("round_id").isNotNull())
-    keyed = replayable.withColumn("_same", _same_id("round_id"))
-    repeated = keyed.groupBy("_same").count().filter(F.col("count") > 1).select("_same")
-    copies = pl.from_arrow(keyed.join(repeated, "_same", "left_semi").drop("_same").toArrow())
+    keyed = _keyed(replayable, "round_id")
+    repeated = keyed.groupBy("id_key").count().filter(F.col("count") > 1).select("id_key")
+    copies = pl.from_arrow(keyed.join(repeated, "id_key", "left_semi").drop("id_key").toArrow())
     duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), as_rounds)), DUPLICATE).collect() \
         if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
     found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
@@ -581,13 +582,18 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     return names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated
 
 
-def _same_id(column: str):
-    """An id nearly as the polars engine compares ids (`ids.same_id`), for Spark's group-by: format
-    characters removed. Spark SQL has no NFKC, so ids that differ by it alone are not paired here
-    (README, limits)."""
-    from pyspark.sql import functions as F
+def _keyed(rows, column: str):
+    """`rows` with `id_key`: the polars engine's key of the id in `column` (`ids.id_key`: a hash of the
+    id in NFKC, without format characters), made in a task, by which Spark's group-by finds the copies
+    of an id as the polars engine does; the copies are then counted by the ids themselves (a hash two
+    ids share is no duplicate)."""
+    from pyspark.sql.types import LongType, StructField, StructType
 
-    return F.regexp_replace(F.col(column), r"\p{Cf}", "")
+    def task(batches):
+        for batch in batches:
+            yield from _to_batches(pl.from_arrow(batch).with_columns(
+                id_key=id_key(pl.col(column)).reinterpret(signed=True)))  # Spark has no unsigned 64 bits
+    return rows.mapInArrow(task, StructType([*rows.schema.fields, StructField("id_key", LongType())]))
 
 
 def _view(text, present: frozenset[str], contract_name: str):
