@@ -273,13 +273,10 @@ LAUNCH = ("import json, os, sys, time; start = time.perf_counter(); pid = os.for
           "'peak_mib': usage.ru_maxrss / 1024, 'code': os.waitstatus_to_exitcode(status)}))")
 
 
-PROBE: Path | None = None  # the probe's folder (`--probe`), when the bench times it
-
-
-def command(task: str, path: Path, out: Path) -> list[str]:
+def command(task: str, path: Path, out: Path, probe: Path | None = None) -> list[str]:
     """What a user would run for `task`: the bare reads and the peer with their own library alone, the
-    audits as the command line runs them (the core by the API), the probe as its folder says, the
-    others by this file (`one`)."""
+    audits as the command line runs them (the core by the API), the probe as its folder `probe` says,
+    the others by this file (`one`)."""
     audit = [sys.executable, "-m", "baccarat_audit", "audit"]
     bets = path.parent / path.name.replace("rounds_", "bets_").replace("_with_bets", "")
     commands = {
@@ -292,21 +289,22 @@ def command(task: str, path: Path, out: Path) -> list[str]:
         "audit": [*audit, str(path), "--out", str(out), "--quiet"],
         "audit-csv": [*audit, str(as_csv(path)), "--out", str(out), "--quiet"],
         "nightly": [*audit, str(path), "--bets", str(bets), "--out", str(out), "--quiet"],
-        "probe": [sys.executable, str(PROBE / "proto_stream.py"), str(path), str(out / "probe")],
+        **({"probe": [sys.executable, str(probe / "proto_stream.py"), str(path), str(out / "probe")]}
+           if probe else {}),
     }
     return commands.get(task, [sys.executable, __file__, "--one", task, str(path), str(out)])
 
 
-def measure(task: str, path: Path, out: Path, runs: int = 1) -> dict:
-    """`task` run `runs` times, each timed whole in a fresh process (`command`); the fastest run's
-    figures. The bare read of the 10M-round log (2.2 GiB held) took 0.61 s in one run and 1.99 s in
-    another: a slow floor would flatter every ratio, so it is taken at its fastest, and so is the bare
+def measure(task: str, path: Path, out: Path, runs: int = 1, probe: Path | None = None) -> dict:
+    """`task` run `runs` times, each timed whole in a fresh process (`command`, the probe from its folder
+    `probe`); the fastest run's figures. The bare read varies severalfold from run to run on a shared
+    machine: a slow floor would flatter every ratio, so it is taken at its fastest, and so is the bare
     replay, the bound it sets on every audit. What a task flags is counted once it is done."""
     out.mkdir(parents=True, exist_ok=True)
 
     def run_once() -> dict:
         figures_file = out / f".{task}.figures.json"
-        done = subprocess.run([sys.executable, "-c", LAUNCH, str(figures_file), *command(task, path, out)],
+        done = subprocess.run([sys.executable, "-c", LAUNCH, str(figures_file), *command(task, path, out, probe)],
                               capture_output=True, text=True)
         figures = json.loads(figures_file.read_text())
         if figures["code"] > 1:  # an audit's exit 1 is its findings
@@ -352,8 +350,6 @@ def main() -> None:
     parser.add_argument("--probe", type=Path, help="the probe's folder (proto_stream.py), timed beside the audit")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global PROBE
-    PROBE = args.probe
     if args.one:
         task, path, out = args.one
         print(json.dumps(one(task, Path(path), Path(out))))
@@ -372,8 +368,8 @@ def main() -> None:
             every_round_found(path)
             nightly_files(path)
         out = args.dir / f"out_{rounds}"
-        tasks = (*TASKS, *(("probe",) if PROBE else ()), *(MORE if args.more else ()))
-        figures = {t: measure(t, path, out, FLOOR_RUNS if t in FLOORS else 1) for t in tasks}
+        tasks = (*TASKS, *(("probe",) if args.probe else ()), *(MORE if args.more else ()))
+        figures = {t: measure(t, path, out, FLOOR_RUNS if t in FLOORS else 1, args.probe) for t in tasks}
         figures["row-by-row"] = {"seconds": naive["seconds"] * rounds / args.row_by_row_rounds,
                                  "peak_mib": naive["peak_mib"], "flagged": naive["flagged"]}
         print(f"\n{rounds:,} rounds ({path.stat().st_size / 2**20:.0f} MiB Parquet, "

@@ -23,6 +23,7 @@ from baccarat_audit.checks import expectations, fairness, integrity, open_shoes
 from baccarat_audit.checks.findings import HeldKeys, round_findings
 from baccarat_audit.checks.round_checks import PER_ROUND
 from baccarat_audit.engines import run
+from baccarat_audit.engines.staging import STAGING_PARQUET
 from baccarat_audit.inputs import ingest
 from baccarat_audit.inputs.ids import id_key
 from baccarat_audit.inputs.timestamps import utc_column, with_timestamp
@@ -56,7 +57,8 @@ def main(path: Path) -> None:
         replayed = step("replay", lambda: run.replayed(parsed.lazy()).collect())
         keyed = step("round_id hashed", lambda: replayed.with_columns(id_key=id_key(pl.col("round_id"))))
         frame = step("dealt_at as UTC", lambda: with_timestamp(keyed.lazy(), "dealt_at", utc_column("dealt_at")).collect())
-        step("staged", lambda: run._stage(frame, staged, scratch, f"{i:06d}"))
+        step("staged", lambda: ingest.write_parquet(frame.select(staged), scratch / run.STAGED / f"{i:06d}.parquet",
+                                                    **STAGING_PARQUET))
         step("round_id hashed", lambda: keys.add(frame.select(
             pl.col("id_key").filter(pl.col("round_id").is_not_null())).to_series()))
         flagged = frame.lazy().filter(pl.col("reject").is_null() & pl.any_horizontal(c.flag for c in PER_ROUND))

@@ -513,6 +513,20 @@ def test_three_nights_cut_mid_shoe_and_chained_with_after_find_what_one_audit_of
                                           "and that log's output folder, which carries the shoes open at its end.").all()
 
 
+@pytest.mark.parametrize("read_rows", [10_000, 40])
+def test_a_shoe_its_table_comes_back_to_is_carried_whole_however_the_log_is_cut(read_rows, tmp_path):
+    """A table that deals some hands of a shoe, then another shoe, then the rest of the first, ends the
+    night on the first: every row of it is carried, as the next night's checks would read it in one log,
+    whether the read holds the whole log at once or the pieces cut it between the shoes."""
+    rows = pl.read_csv(ASSETS.parent.parent / "data" / "rounds.csv", infer_schema=False).filter(
+        pl.col("table_id") == "T01")
+    first, second = (rows.filter(pl.col("shoe_id") == shoe) for shoe in rows["shoe_id"].unique(maintain_order=True)[:2])
+    pl.concat([first.head(30), second, first.slice(30)]).write_csv(tmp_path / "night.csv")
+    run.audit(tmp_path / "night.csv", tmp_path / "out", replace(QUICK, tuning=Tuning(read_rows=read_rows)))
+    carried = pl.read_parquet(tmp_path / "out" / "open_shoes.parquet")
+    assert first.height > 30 and carried["round_id"].to_list() == first["round_id"].to_list()  # every hand, in order
+
+
 def test_after_a_folder_that_holds_no_audit_is_exit_2(tmp_path):
     (tmp_path / "empty").mkdir()
     done = cli("audit", ASSETS.parent.parent / "data" / "rounds.csv", "--out", tmp_path / "out", "--after",

@@ -367,15 +367,38 @@ def test_spark_pairs_ids_that_differ_only_invisibly_as_the_polars_engine_does(tm
     assert set(bet_ids[2:4]) <= set(found.filter(pl.col("check") == "DUPLICATE_BET")["bet_id"])
 
 
-def test_the_output_of_an_audit_on_spark_is_not_taken_by_after(tmp_path):
-    """Spark keeps no open shoes: the next night chained to its output would carry none, unseen."""
-    log = ASSETS.parent.parent / "data" / "rounds.csv"
-    spark.audit(log, tmp_path / "night1", run.Options(validate=False))
-    assert not (tmp_path / "night1" / "open_shoes.parquet").exists()
-    with pytest.raises(InputError, match=f"{tmp_path / 'night1'}: audited with --engine spark, which keeps no open "
-                                         "shoes to carry; --after takes the output of an audit on the polars engine"):
-        run.audit(log, tmp_path / "night2", run.Options(after=tmp_path / "night1"))
-    assert not (tmp_path / "night2" / "summary.json").exists()
+def test_nights_chained_by_after_on_spark_carry_and_find_what_the_polars_engine_does(tmp_path):
+    """Three nights cut while every table deals a shoe, chained by --after, on each engine, and on both in
+    turn (a night on Spark after one on polars, and the other way): each night's findings and open shoes
+    are the polars engine's, and the chain finds the shoes' faults across the cuts."""
+    log = generate.generate(3000, seed=12, fault_rate=0.02, tables=3)
+    rows = pl.read_csv(generate.write(log, tmp_path / "log")["csv"], infer_schema=False).sort("dealt_at",
+                                                                                          maintain_order=True)
+    for night, cut in enumerate([rows.slice(0, 1000), rows.slice(1000, 1300), rows.slice(2300)], start=1):
+        cut.write_csv(tmp_path / f"night{night}.csv")
+    engines = {"spark": spark.audit, "polars": run.audit}
+    for chain in (("spark", "spark", "spark"), ("polars", "spark", "polars")):
+        before = None
+        for night, engine in enumerate(chain, start=1):
+            out = tmp_path / "-".join(chain) / f"night{night}"
+            engines[engine](tmp_path / f"night{night}.csv", out, run.Options(validate=False, as_of=AS_OF, after=before))
+            before = out
+    for night in (1, 2, 3):
+        outs = [tmp_path / "-".join(chain) / f"night{night}" for chain in (("spark",) * 3, ("polars", "spark", "polars"))]
+        polars = tmp_path / "polars-only" / f"night{night}"
+        run.audit(tmp_path / f"night{night}.csv", polars, run.Options(
+            validate=False, as_of=AS_OF, after=night > 1 and tmp_path / "polars-only" / f"night{night - 1}" or None))
+        for out in outs:
+            assert output(out / "findings.parquet").equals(output(polars / "findings.parquet")), (out, night)
+            expected = pl.read_parquet(polars / "open_shoes.parquet").drop("log_row")
+            assert pl.read_parquet(out / "open_shoes.parquet").select(expected.columns).cast(expected.schema).equals(
+                expected), (out, night)
+            on_spark, on_polars = (json.loads((d / "summary.json").read_text()) for d in (out, polars))
+            assert on_spark["open_shoes"] == on_polars["open_shoes"]
+            assert on_spark.get("after", {}).get("shoes_carried") == on_polars.get("after", {}).get("shoes_carried")
+    chained = pl.concat(pl.read_parquet(tmp_path / "spark-spark-spark" / f"night{n}" / "findings.parquet")
+                        for n in (1, 2, 3))
+    assert {"CARD_COUNT", "SHOE_SEQUENCE", "TIMESTAMP"} <= set(chained["check"])
 
 
 def test_a_parquet_file_whose_pages_are_damaged_is_bad_input_on_spark_too(tmp_path):

@@ -10,6 +10,9 @@ their findings on the carried rows were the previous audit's, and are left out (
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import numpy as np
 import polars as pl
 
 #: What a carried row's source_file says while the checks run: its findings are not this audit's.
@@ -22,23 +25,48 @@ NAMED = 100
 
 class OpenShoes:
     """The replayed rows of each table's last shoe so far, as the pieces of the log come in log order
-    (a log without table_id is one table). A table that starts another shoe lets go of the one before."""
+    (a log without table_id is one table). A table that starts another shoe lets go of the one before,
+    and the shoe is noted as left (`_left`, a key a shoe): should the table come back to it and end the
+    log on it, its rows before it came back are read again (`returned`, `again`)."""
 
     def __init__(self) -> None:
         self.rows: pl.DataFrame | None = None
+        self._left: list[np.ndarray] = []  # the keys (`_shoe_key`) of the shoes a table left for another
 
     def add(self, piece: pl.DataFrame) -> None:
         """The next piece of the log, prepared (`engines.run.prepared`), or the carried rows first."""
-        table = (pl.col("table_id").fill_null("") if "table_id" in piece.columns else pl.lit("")).alias("_table")
-        rows = piece.lazy().filter(pl.col("reject").is_null() & pl.col("shoe_id").is_not_null()).with_columns(table)
-        # The piece's rows of each table's last shoe in it, found on two columns: a copy of the piece held
-        # its every column.
-        last = rows.select("_table", "shoe_id").group_by("_table").agg(pl.col("shoe_id").last())
-        kept = rows.join(last, on=["_table", "shoe_id"], how="semi").collect()
-        if self.rows is not None:
-            kept = pl.concat([self.rows.with_columns(table), kept], how="diagonal_relaxed")
-        last = kept.group_by("_table").agg(pl.col("shoe_id").last())
-        self.rows = kept.join(last, on=["_table", "shoe_id"], how="semi").drop("_table")
+        rows = _open(piece.lazy())
+        held = None if self.rows is None else _tabled(self.rows.lazy())
+        # Each table's last shoe and the shoes it dealt, the held one first, found on two columns: a copy
+        # of the piece held its every column.
+        pairs = rows.select("_table", "shoe_id")
+        pairs = pairs if held is None else pl.concat([held.select("_table", "shoe_id"), pairs])
+        shoes = pairs.group_by("_table").agg(pl.col("shoe_id").last(), dealt=pl.col("shoe_id").unique()).collect()
+        last = shoes.lazy().select("_table", "shoe_id")
+        kept = rows.join(last, on=["_table", "shoe_id"], how="semi")
+        if held is not None:
+            kept = pl.concat([held.join(last, on=["_table", "shoe_id"], how="semi"), kept], how="diagonal_relaxed")
+        self.rows = kept.collect().drop("_table")
+        left = shoes.explode("dealt").filter(pl.col("dealt") != pl.col("shoe_id"))
+        self._left.append(left.select(_shoe_key(pl.col("_table"), pl.col("dealt"))).to_series().to_numpy())
+
+    def returned(self) -> pl.DataFrame:
+        """The tables' last shoes that their table left for another before it came back to them (table
+        and shoe_id): held from where they came back, their rows before it are to be read again (`again`)."""
+        if self.rows is None:
+            return pl.DataFrame(schema={"_table": pl.String, "shoe_id": pl.String})
+        last = _tabled(self.rows.lazy()).select("_table", "shoe_id").unique().collect()
+        left = np.concatenate(self._left) if self._left else np.empty(0, np.uint64)
+        return last.filter(pl.Series(np.isin(last.select(_shoe_key(pl.col("_table"), pl.col("shoe_id")))
+                                             .to_series().to_numpy(), left)))
+
+    def again(self, returned: pl.DataFrame, pieces: Iterable[pl.DataFrame]) -> None:
+        """Every row of the `returned` shoes, from the pieces of the log (prepared, and the carried rows
+        first) read again, in place of the rows held of them."""
+        found = [_open(piece.lazy()).join(returned.lazy(), on=["_table", "shoe_id"], how="semi").collect()
+                 for piece in pieces]
+        kept = _tabled(self.rows.lazy()).join(returned.lazy(), on=["_table", "shoe_id"], how="anti")
+        self.rows = pl.concat([kept.collect(), *found], how="diagonal_relaxed").sort("log_row").drop("_table")
 
     def table(self) -> pl.DataFrame | None:
         """The rows to carry into the next audit, each under its own file again; None when none is open."""
@@ -48,6 +76,22 @@ class OpenShoes:
         if CARRIED_FILE in rows.columns:
             rows = rows.with_columns(source_file=pl.coalesce(CARRIED_FILE, "source_file")).drop(CARRIED_FILE)
         return rows
+
+
+def _tabled(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """`rows` with their table as `_table`: "" where it is not recorded (a log without table_id is one table)."""
+    table = pl.col("table_id").fill_null("") if "table_id" in rows.collect_schema() else pl.lit("")
+    return rows.with_columns(table.alias("_table"))
+
+
+def _open(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows that may be in an open shoe: replayed, with a shoe_id (`_tabled`)."""
+    return _tabled(rows.filter(pl.col("reject").is_null() & pl.col("shoe_id").is_not_null()))
+
+
+def _shoe_key(table: pl.Expr, shoe: pl.Expr) -> pl.Expr:
+    """A shoe of a table as one number: a hash of both (two shoes that share one are both read again)."""
+    return pl.struct(table.alias("t"), shoe.alias("s")).hash(seed=0)
 
 
 def listed(rows: pl.DataFrame | None) -> dict:

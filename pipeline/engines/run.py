@@ -266,6 +266,9 @@ def _read_once(log: ingest.Log, options: Options, staging: Path, started: dateti
         in_log_order.finish()
         if not in_log_order.in_order:
             _stage_again(log, options, staging, read)
+    returned = read.open_shoes.returned()
+    if returned.height:
+        read.open_shoes.again(returned, _prepared_again(log, options, read))
     still_open = read.open_shoes.table()
     if still_open is not None:
         ingest.write_parquet(still_open, staging / OPEN_SHOES)
@@ -289,8 +292,7 @@ def _shoes_of(frame: pl.DataFrame, read: _Read) -> None:
 
 def carried_in(after: Path | None) -> pl.DataFrame | None:
     """The shoes open at the end of the audit in folder `after` (`--after`): its open_shoes.parquet, or
-    None when it had none. An InputError when `after` holds no audit's outputs, holds one on Spark (which
-    keeps no open shoes), or that file is not its own."""
+    None when it had none. An InputError when `after` holds no audit's outputs, or that file is not its own."""
     if after is None:
         return None
     ours = owned.listed(after)
@@ -298,9 +300,6 @@ def carried_in(after: Path | None) -> pl.DataFrame | None:
         raise InputError(f"{after}: not an audit output directory (no summary.json of baccarat-audit in it); "
                          "--after takes the previous night's --out")
     if OPEN_SHOES not in ours:
-        if _engine_of(after) == "spark":  # which keeps no open shoes: none carried would pass unseen
-            raise InputError(f"{after}: audited with --engine spark, which keeps no open shoes to carry; "
-                             "--after takes the output of an audit on the polars engine")
         return None
     try:
         return pl.read_parquet(after / OPEN_SHOES)
@@ -308,13 +307,14 @@ def carried_in(after: Path | None) -> pl.DataFrame | None:
         raise InputError(f"{after / OPEN_SHOES}: cannot be read ({first_line(error) or type(error).__name__})") from None
 
 
-def _engine_of(out_dir: Path) -> str | None:
-    """The engine of the audit whose outputs are in `out_dir`, as its summary.json names it (the polars
-    engine's names none); None when the summary cannot be read."""
-    try:
-        return json.loads((out_dir / SUMMARY).read_text()).get("tool", {}).get("engine")
-    except (OSError, ValueError, AttributeError):
-        return None
+def open_shoes_of(still_open: pl.DataFrame | None, after: Path | None, carry: pl.DataFrame | None) -> dict:
+    """What summary.json says of the shoes the next night carries in (`still_open`), and, with `--after`,
+    where this one's came from."""
+    said = {"open_shoes": open_shoes.listed(still_open)}
+    if after is not None:
+        said["after"] = {"path": str(after / OPEN_SHOES), "sha256": _carried_sha256(after),
+                         "shoes_carried": open_shoes.listed(carry)["count"]}
+    return said
 
 
 def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) -> None:
@@ -327,6 +327,20 @@ def _stage_again(log: ingest.Log, options: Options, staging: Path, read: _Read) 
     for name, first in read.pieces_in_order:
         _stage(_prepared_piece(log, pieces[int(name)], first, options.profile), read.staged, staging, name)
     read.pieces_in_order.clear()
+
+
+def _prepared_again(log: ingest.Log, options: Options, read: _Read) -> Iterator[pl.DataFrame]:
+    """The rows the read prepared, read and prepared again a piece at a time, the carried rows first,
+    numbered as the read numbered them: for a table's last shoe that it had left and came back to
+    (`OpenShoes.returned`)."""
+    first = 0
+    if read.carried is not None:
+        yield read.carried
+        first = read.carried.height
+    for piece in _pieces_read(log):
+        frame = _prepared_piece(log, piece, first, options.profile)
+        first += frame.height
+        yield frame
 
 
 def _prepared_piece(log: ingest.Log, piece: pl.LazyFrame, first_row: int, profile: str) -> pl.DataFrame:
@@ -545,11 +559,7 @@ def _audit(rounds: Path | str | list, out_dir: Path, options: Options) -> Result
         findings = stored.scan(staging / "findings.parquet")  # read by queries: it grows with the log
         summary = summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
                             staging / "flagged")
-        # The shoes the next night carries in, and where this one's came from (`--after`).
-        summary["open_shoes"] = open_shoes.listed(read.open_shoes.table())
-        if options.after is not None:
-            summary["after"] = {"path": str(options.after / OPEN_SHOES), "sha256": _carried_sha256(options.after),
-                                "shoes_carried": open_shoes.listed(carry)["count"]}
+        summary |= open_shoes_of(read.open_shoes.table(), options.after, carry)
         if options.validate:
             options.on_phase("input contract")
             subjects = [contract.Subject("round_log", log.path, log.columns,

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import run
-from ..checks import contract, fairness, integrity, settlement
+from ..checks import contract, fairness, integrity, open_shoes, settlement
 from ..outputs import evidence
 from ..outputs import summary as summary_of
 from ..inputs import discover, formats, ingest, mappings
@@ -475,9 +475,6 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
     started = datetime.now(UTC)
     owned.claim(Path(out_dir), run.outputs_of(options))  # before anything is read
     options = run.with_house_profiles(options)
-    if options.after is not None:
-        raise InputError(f"{options.after}: shoes carried in from the previous night (--after) are read by the "
-                         "polars engine only; audit the log with --engine polars")
     # The polars engine's one-line errors, before Spark starts; and the columns the log has.
     log = ingest.scan(rounds, "round_log", options.mapping, options.selection)
     bet_log = ingest.scan(options.bets, "bet_log", options.bets_mapping) if options.bets else None
@@ -486,14 +483,15 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
         # here anyway), so that a CSV record that spans lines is one line naming the row, not a task's failure.
         opened.rows_per_file  # noqa: B018 (a cached property, computed for its errors)
     run_id = run.run_id_of(options, [log, *([bet_log] if bet_log else [])])
+    carry = run.carried_in(options.after)
     if options.validate:
         contract.preload()
     out_dir = Path(out_dir)
     with run.staging_in(out_dir, run.outputs_of(options)) as staging:
         spark = session(master)
         try:
-            names, counted, tests, explained, validated = _run(spark, log, bet_log, options, started, run_id,
-                                                               staging)
+            names, counted, tests, explained, validated, still_open = _run(spark, log, bet_log, options, started,
+                                                                           run_id, staging, carry)
         except BaseException as error:
             # The error that ended the run is the one to report, even when the session cannot then be
             # stopped cleanly. (A stop by signal does not pass here: `stops` ends the process.)
@@ -510,6 +508,7 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
         summary = summary_of.summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
                                        staging / "flagged")
         summary["tool"]["engine"] = "spark"
+        summary |= run.open_shoes_of(still_open, options.after, carry)
         if validated is not None:
             summary_of.add_contract(summary, validated, options.fail_on)
         summary = summary_of.finish(summary)
@@ -520,11 +519,14 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
 
 
 def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Options, started: datetime,
-         run_id: str, staging: Path) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None]:
-    """Every check on Spark: writes findings.parquet, fairness.parquet and the quarantines into `staging`
-    (and the contract's Data Docs), and returns the profiles used, the counts the summary needs, the
-    table level's fairness tests (`run.fairness_tests`), the rows the evidence explains and the
-    contract's result (None without the contract)."""
+         run_id: str, staging: Path, carry: pl.DataFrame | None
+         ) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None,
+                    pl.DataFrame | None]:
+    """Every check on Spark: writes findings.parquet, fairness.parquet, the quarantines and the open shoes
+    into `staging` (and the contract's Data Docs), and returns the profiles used, the counts the summary
+    needs, the table level's fairness tests (`run.fairness_tests`), the rows the evidence explains, the
+    contract's result (None without the contract) and the shoes still open. `carry`: the previous audit's
+    open shoes (`--after`), read before the log by the checks of shoes."""
     from pyspark.sql import functions as F
 
     text = _selected(_read(spark, log, mapping=options.mapping), options.selection).cache()
@@ -552,12 +554,15 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     if options.across_rounds:
         decks = integrity.decks_of(names)
         columns, schema = log.columns, {**FINDINGS_SCHEMA, "kind": pl.UInt8}
-        shoes = text.repartition(_partitions(spark, rows), "shoe_id")
+        rounds = text if carry is None else _carried_rows(spark, carry, text.columns).unionByName(text)
+        shoes = rounds.repartition(_partitions(spark, rows), "shoe_id")
         starts_cut = options.selection.since is not None
         present = options.as_of or started
         checked = shoes.mapInArrow(lambda b: _integrity_in(b, as_rounds, decks, columns, present, starts_cut),
                                    _ddl(schema))
-        found.append(_collect(checked, schema).sort(integrity.IN_ORDER).drop("kind"))
+        # The carried rows' own findings were the previous audit's.
+        found.append(_collect(checked, schema).filter(pl.col("source_file") != open_shoes.CARRIED)
+                     .sort(integrity.IN_ORDER).drop("kind"))
     placed = _read(spark, bet_log, "bet_log", options.bets_mapping) if bet_log is not None else None
     if placed is not None and options.selection:  # the bets in scope, as `bets_beside.bets_in_scope` keeps them
         placed = placed.join(text.select("round_id").where(F.col("round_id").isNotNull()).distinct(), "round_id",
@@ -579,7 +584,37 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
             views["bet_log"] = _view(placed, bet_log.columns, "bet_log")
         validated = contract.validate_on_spark(views, options.window,
                                                staging / run.DOCS if options.data_docs else None, log.notation)
-    return names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated
+    still_open = _open_shoes(replayable, carry, as_rounds)
+    if still_open is not None:
+        ingest.write_parquet(still_open, staging / run.OPEN_SHOES)
+    return names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated, still_open
+
+
+def _carried_rows(spark, carry: pl.DataFrame, columns: list[str]):
+    """The previous audit's open shoes as rows of the log Spark read (`_read`'s columns), before its rows
+    (negative `log_row`) and under `open_shoes.CARRIED`, for the checks of shoes."""
+    rows = carry.select(*(pl.col(c).cast(pl.Int64 if c in ("source_row", "log_row") else pl.String) if c in carry.columns
+                          else pl.lit(None, pl.String).alias(c) for c in columns))
+    rows = rows.with_columns(source_file=pl.lit(open_shoes.CARRIED),
+                             log_row=pl.int_range(pl.len(), dtype=pl.Int64) - pl.len())
+    return spark.createDataFrame(pa.Table.from_batches(list(_to_batches(rows))))
+
+
+def _open_shoes(replayable, carry: pl.DataFrame | None, as_rounds: _Rounds) -> pl.DataFrame | None:
+    """Each table's last shoe at the end of the log (`open_shoes`): found by Spark, the table's shoe of
+    its last replayed row, and every row of it brought to the driver, prepared, after the rows carried in
+    (`carry`) as the polars engine holds them (`open_shoes.OpenShoes`)."""
+    from pyspark.sql import functions as F
+
+    rows = replayable.where(F.col("shoe_id").isNotNull()).withColumn("_table", F.coalesce("table_id", F.lit("")))
+    last = rows.groupBy("_table").agg(F.max_by("shoe_id", "log_row").alias("shoe_id"))
+    found = _prepared(rows.join(last, ["_table", "shoe_id"], "left_semi").drop("_table").toArrow(), as_rounds)
+    found = found.sort("log_row").collect()
+    held = open_shoes.OpenShoes()
+    if carry is not None:
+        held.add(open_shoes.carried(carry, found.schema))
+    held.add(found)
+    return held.table()
 
 
 def _keyed(rows, column: str):
