@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -490,8 +491,7 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
     with run.staging_in(out_dir, run.outputs_of(options)) as staging:
         spark = session(master)
         try:
-            names, counted, tests, explained, validated, still_open = _run(spark, log, bet_log, options, started,
-                                                                           run_id, staging, carry)
+            checked = _run(spark, log, bet_log, options, started, run_id, staging, carry)
         except BaseException as error:
             # The error that ended the run is the one to report, even when the session cannot then be
             # stopped cleanly. (A stop by signal does not pass here: `stops` ends the process.)
@@ -505,28 +505,35 @@ def _audit(rounds, out_dir: Path, options: run.Options, master: str) -> dict:
             raise
         spark.stop()
         findings = stored.scan(staging / "findings.parquet")
-        summary = summary_of.summarize(started, run_id, log, bet_log, names, counted, findings, tests, options,
-                                       staging / "flagged")
+        summary = summary_of.summarize(started, run_id, log, bet_log, checked.names, checked.counted, findings,
+                                       checked.tests, options, staging / "flagged")
         summary["tool"]["engine"] = "spark"
-        summary |= run.open_shoes_of(still_open, options.after, carry)
-        if validated is not None:
-            summary_of.add_contract(summary, validated, options.fail_on)
+        summary |= run.open_shoes_of(checked.still_open, options.after, carry)
+        if checked.validated is not None:
+            summary_of.add_contract(summary, checked.validated, options.fail_on)
         summary = summary_of.finish(summary)
         (staging / run.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
-        run.write_report(staging, findings, log, [explained.lazy()], bet_log, options.profile)
+        run.write_report(staging, findings, log, [checked.explained.lazy()], bet_log, options.profile)
         run.publish(staging, out_dir, summary["exit_code"])
     return summary
 
 
+class _Checked(NamedTuple):
+    """What the checks on Spark return for the summary and the report."""
+
+    names: list[str]  # the rules profiles used
+    counted: dict[str, pl.DataFrame]  # the counts the summary needs
+    tests: pl.DataFrame | None  # the table level's fairness tests (`run.fairness_tests`)
+    explained: pl.DataFrame  # the rows the evidence explains
+    validated: dict | None  # the contract's result; None without the contract
+    still_open: pl.DataFrame | None  # the shoes open at the end of the log (`open_shoes`)
+
+
 def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Options, started: datetime,
-         run_id: str, staging: Path, carry: pl.DataFrame | None
-         ) -> tuple[list[str], dict[str, pl.DataFrame], pl.DataFrame | None, pl.DataFrame, dict | None,
-                    pl.DataFrame | None]:
+         run_id: str, staging: Path, carry: pl.DataFrame | None) -> _Checked:
     """Every check on Spark: writes findings.parquet, fairness.parquet, the quarantines and the open shoes
-    into `staging` (and the contract's Data Docs), and returns the profiles used, the counts the summary
-    needs, the table level's fairness tests (`run.fairness_tests`), the rows the evidence explains, the
-    contract's result (None without the contract) and the shoes still open. `carry`: the previous audit's
-    open shoes (`--after`), read before the log by the checks of shoes."""
+    into `staging` (and the contract's Data Docs). `carry`: the previous audit's open shoes (`--after`),
+    read before the log by the checks of shoes."""
     from pyspark.sql import functions as F
 
     text = _selected(_read(spark, log, mapping=options.mapping), options.selection).cache()
@@ -587,7 +594,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     still_open = _open_shoes(replayable, carry, as_rounds)
     if still_open is not None:
         ingest.write_parquet(still_open, staging / run.OPEN_SHOES)
-    return names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated, still_open
+    return _Checked(names, counted, tests, _rows_explained(spark, text, found, as_rounds), validated, still_open)
 
 
 def _carried_rows(spark, carry: pl.DataFrame, columns: list[str]):
