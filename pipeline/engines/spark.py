@@ -203,9 +203,7 @@ def _settle(spark, text, placed, as_rounds: _Rounds, names: list[str], rows: int
                    _ddl(dict(schema))))
     outputs = _outputs(settled, lambda rows: settlement.outputs(rows.collect()), pl.LazyFrame(schema=schema))
     # DUPLICATE_BET: a Spark group-by finds the bet_ids on several rows; only their rows come back.
-    keyed = _keyed(placed.where(F.col("bet_id").isNotNull()), "bet_id")
-    repeated = keyed.groupBy("id_key").count().filter(F.col("count") > 1).select("id_key")
-    copies = keyed.join(repeated, "id_key", "left_semi").drop("id_key").toArrow()
+    copies = _copies(placed.where(F.col("bet_id").isNotNull()), "bet_id")
     duplicates = settlement.duplicate_bets(_from_spark(copies)).collect()
     in_order = ["source_file", "source_row"]
     return {"findings": pl.concat([outputs["findings"], duplicates]).sort(*in_order, "check"),
@@ -552,9 +550,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
     replayable = text.join(spark.createDataFrame(quarantine.select(
         "source_file", pl.col("source_row").cast(pl.Int64)).to_arrow()),
         ["source_file", "source_row"], "left_anti").filter(F.col("round_id").isNotNull())
-    keyed = _keyed(replayable, "round_id")
-    repeated = keyed.groupBy("id_key").count().filter(F.col("count") > 1).select("id_key")
-    copies = pl.from_arrow(keyed.join(repeated, "id_key", "left_semi").drop("id_key").toArrow())
+    copies = pl.from_arrow(_copies(replayable, "round_id"))
     duplicates = round_findings(_replayable(_prepared(copies.to_arrow(), as_rounds)), DUPLICATE).collect() \
         if copies.height else pl.DataFrame(schema=FINDINGS_SCHEMA)
     found = [in_log_order(pl.concat([per_round, duplicates.cast(FINDINGS_SCHEMA)]))]
@@ -579,7 +575,7 @@ def _run(spark, log: ingest.Log, bet_log: ingest.Log | None, options: run.Option
         found.append(settled["findings"])
         settled["quarantine"].write_parquet(staging / "bets_quarantine.parquet")
         counted |= settled["counted"]
-    tests = run.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging, log.ranked)
+    tests = run.fairness_tests(outputs["cells"].lazy() if levels else None, options, staging, as_rounds.ranked)
     if tests is not None:
         found.append(fairness.table_findings(tests, options.fairness_threshold))
     found = pl.concat(found)
@@ -615,8 +611,8 @@ def _open_shoes(replayable, carry: pl.DataFrame | None, as_rounds: _Rounds) -> p
 
     rows = replayable.where(F.col("shoe_id").isNotNull()).withColumn("_table", F.coalesce("table_id", F.lit("")))
     last = rows.groupBy("_table").agg(F.max_by("shoe_id", "log_row").alias("shoe_id"))
-    found = _prepared(rows.join(last, ["_table", "shoe_id"], "left_semi").drop("_table").toArrow(), as_rounds)
-    found = found.sort("log_row").collect()
+    found = _prepared(rows.join(last, ["_table", "shoe_id"], "left_semi").drop("_table").toArrow(),
+                      as_rounds).sort("log_row").collect()
     held = open_shoes.OpenShoes()
     if carry is not None:
         held.add(open_shoes.carried(carry, found.schema))
@@ -624,18 +620,21 @@ def _open_shoes(replayable, carry: pl.DataFrame | None, as_rounds: _Rounds) -> p
     return held.table()
 
 
-def _keyed(rows, column: str):
-    """`rows` with `id_key`: the polars engine's key of the id in `column` (`ids.id_key`: a hash of the
-    id in NFKC, without format characters), made in a task, by which Spark's group-by finds the copies
-    of an id as the polars engine does; the copies are then counted by the ids themselves (a hash two
-    ids share is no duplicate)."""
+def _copies(rows, column: str) -> pa.Table:
+    """The rows of `rows` whose id in `column` is on more than one of them, brought to the driver: Spark's
+    group-by is on the polars engine's key of the id (`ids.id_key`: a hash of the id in NFKC, without
+    format characters), made in a task, so it pairs ids as the polars engine does; the copies are then
+    counted by the ids themselves (a hash two ids share is no duplicate)."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
     def task(batches):
         for batch in batches:
             yield from _to_batches(pl.from_arrow(batch).with_columns(
                 id_key=id_key(pl.col(column)).reinterpret(signed=True)))  # Spark has no unsigned 64 bits
-    return rows.mapInArrow(task, StructType([*rows.schema.fields, StructField("id_key", LongType())]))
+    keyed = rows.mapInArrow(task, StructType([*rows.schema.fields, StructField("id_key", LongType())]))
+    repeated = keyed.groupBy("id_key").count().filter(F.col("count") > 1).select("id_key")
+    return keyed.join(repeated, "id_key", "left_semi").drop("id_key").toArrow()
 
 
 def _view(text, present: frozenset[str], contract_name: str):
