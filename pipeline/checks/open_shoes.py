@@ -35,18 +35,21 @@ class OpenShoes:
 
     def add(self, piece: pl.DataFrame) -> None:
         """The next piece of the log, prepared (`engines.run.prepared`), or the carried rows first."""
-        rows = _open(piece.lazy())
-        held = None if self.rows is None else _tabled(self.rows.lazy())
-        # Each table's last shoe and the shoes it dealt, the held one first, found on two columns: a copy
-        # of the piece held its every column.
-        pairs = rows.select("_table", "shoe_id")
-        pairs = pairs if held is None else pl.concat([held.select("_table", "shoe_id"), pairs])
-        shoes = pairs.group_by("_table").agg(pl.col("shoe_id").last(), dealt=pl.col("shoe_id").unique()).collect()
-        last = shoes.lazy().select("_table", "shoe_id")
-        kept = rows.join(last, on=["_table", "shoe_id"], how="semi")
-        if held is not None:
-            kept = pl.concat([held.join(last, on=["_table", "shoe_id"], how="semi"), kept], how="diagonal_relaxed")
-        self.rows = kept.collect().drop("_table")
+        # A piece is a few runs of one table's shoe: the tables' shoes are found on the runs' first rows,
+        # and a row is kept by its run, not matched by its text (a join hashed the ids of every row).
+        narrow = _open(piece.lazy().with_row_index("_at")).select("_at", "_table", "shoe_id", _run=_runs()).collect()
+        runs = narrow.filter(pl.col("_run") != pl.col("_run").shift(1).fill_null(-1))
+        held = None if self.rows is None else _tabled(self.rows.lazy()).select("_table", "shoe_id").unique().collect()
+        pairs = runs.select("_table", "shoe_id") if held is None else pl.concat([held, runs.select("_table", "shoe_id")])
+        shoes = pairs.group_by("_table").agg(pl.col("shoe_id").last(), dealt=pl.col("shoe_id").unique())
+        last = shoes.select("_table", "shoe_id")
+        open_runs = runs.join(last, on=["_table", "shoe_id"], how="semi")["_run"]
+        at = narrow.filter(pl.col("_run").is_in(open_runs.implode()))["_at"]
+        kept = piece[at]
+        if self.rows is not None:
+            before = _tabled(self.rows.lazy()).join(last.lazy(), on=["_table", "shoe_id"], how="semi").drop("_table")
+            kept = pl.concat([before.collect(), kept], how="diagonal_relaxed")
+        self.rows = kept
         left = shoes.explode("dealt").filter(pl.col("dealt") != pl.col("shoe_id"))
         self._left.append(left.select(_shoe_key(pl.col("_table"), pl.col("dealt"))).to_series().to_numpy())
 
@@ -87,6 +90,12 @@ def _tabled(rows: pl.LazyFrame) -> pl.LazyFrame:
 def _open(rows: pl.LazyFrame) -> pl.LazyFrame:
     """The rows that may be in an open shoe: replayed, with a shoe_id (`_tabled`)."""
     return _tabled(rows.filter(pl.col("reject").is_null() & pl.col("shoe_id").is_not_null()))
+
+
+def _runs() -> pl.Expr:
+    """Each row's run: the rows in a row of one table and shoe, numbered from 0 (`_tabled` rows)."""
+    moved = (pl.col("_table") != pl.col("_table").shift(1)) | (pl.col("shoe_id") != pl.col("shoe_id").shift(1))
+    return (moved.fill_null(True).cum_sum() - 1).cast(pl.UInt32)
 
 
 def _shoe_key(table: pl.Expr, shoe: pl.Expr) -> pl.Expr:
