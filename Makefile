@@ -22,9 +22,9 @@ audit: $(STAMP)
 	  echo "The report: out/sample/report.html"; \
 	  test $$status -le 1
 
-## Run the whole test suite.
+## Run the whole test suite, on as many workers as cores (four at most: each may start a Spark JVM).
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --maxprocesses 4
 
 ## Deal the bundled sample again (same seed, same rounds): the committed files are removed first,
 ## since the generator replaces only files it wrote itself.
