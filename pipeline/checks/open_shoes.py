@@ -39,16 +39,17 @@ class OpenShoes:
         # and a row is kept by its run, not matched by its text (a join hashed the ids of every row).
         narrow = _open(piece.lazy().with_row_index("_at")).select("_at", "_table", "shoe_id", _run=_runs()).collect()
         runs = narrow.filter(pl.col("_run") != pl.col("_run").shift(1).fill_null(-1))
-        held = None if self.rows is None else _tabled(self.rows.lazy()).select("_table", "shoe_id").unique().collect()
-        pairs = runs.select("_table", "shoe_id") if held is None else pl.concat([held, runs.select("_table", "shoe_id")])
+        held = None if self.rows is None else _tabled(self.rows.lazy()).collect()
+        pairs = runs.select("_table", "shoe_id")
+        if held is not None:  # the held shoes first: a table's last shoe is the last of its pairs
+            pairs = pl.concat([held.select("_table", "shoe_id").unique(), pairs])
         shoes = pairs.group_by("_table").agg(pl.col("shoe_id").last(), dealt=pl.col("shoe_id").unique())
         last = shoes.select("_table", "shoe_id")
         open_runs = runs.join(last, on=["_table", "shoe_id"], how="semi")["_run"]
-        at = narrow.filter(pl.col("_run").is_in(open_runs.implode()))["_at"]
-        kept = piece[at]
-        if self.rows is not None:
-            before = _tabled(self.rows.lazy()).join(last.lazy(), on=["_table", "shoe_id"], how="semi").drop("_table")
-            kept = pl.concat([before.collect(), kept], how="diagonal_relaxed")
+        kept = piece[narrow.filter(pl.col("_run").is_in(open_runs.implode()))["_at"]]
+        if held is not None:
+            before = held.join(last, on=["_table", "shoe_id"], how="semi").drop("_table")
+            kept = pl.concat([before, kept], how="diagonal_relaxed")
         self.rows = kept
         left = shoes.explode("dealt").filter(pl.col("dealt") != pl.col("shoe_id"))
         self._left.append(left.select(_shoe_key(pl.col("_table"), pl.col("dealt"))).to_series().to_numpy())
